@@ -1,0 +1,1 @@
+"""Benchmarks are plug-ins: each registers its scenario loader, simulator, judges and metrics."""

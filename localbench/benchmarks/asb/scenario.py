@@ -1,0 +1,156 @@
+"""The normalized AgentSocialBench scenario: one schema for all 7 categories.
+
+Upstream files come in two shapes (dyadic CD/MC/CU and multi-party GC/HS/CM/AM) with many quirks;
+the loaders turn both into this model, and the repo's own suite (scenarios/asb-mini/) is written in
+it directly. Engines, judges and metrics read only this model.
+
+Identifiers: people and agents have slug ids (``priya_nair``, ``health_agent``); private items have
+stable ids ``<owner>.<n>`` so that judge schemas can require one key per item.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Category = Literal["CD", "MC", "CU", "GC", "HS", "CM", "AM"]
+DYADIC: tuple[Category, ...] = ("CD", "MC", "CU")
+MULTI_PARTY: tuple[Category, ...] = ("GC", "HS", "CM", "AM")
+CATEGORY_NAMES: dict[Category, str] = {
+    "CD": "cross_domain", "MC": "mediated_comm", "CU": "cross_user", "GC": "multi_party_group",
+    "HS": "hub_and_spoke", "CM": "competitive", "AM": "affinity_modulated",
+}
+Tier = Literal["close", "friend", "acquaintance", "stranger"]
+TIERS: tuple[Tier, ...] = ("close", "friend", "acquaintance", "stranger")  # most to least trusted
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Person(_Strict):
+    """A human user. ``simulated`` people (MC's other party) are played by the user simulator."""
+
+    id: str
+    name: str
+    profile: dict[str, Any] = Field(default_factory=dict)  # opaque JSON shown to their own agents
+    persona: str = ""  # simulated humans: who they are
+    knowledge: dict[str, str] = Field(default_factory=dict)  # simulated humans: what they know
+    simulated: bool = False
+
+
+class Agent(_Strict):
+    """An AI agent acting for one person, specialised to a domain."""
+
+    id: str
+    user: str  # Person.id it serves
+    domain: str = "general"
+    task_role: Literal["participant", "coordinator"] = "participant"
+    brief: str = ""  # second-person context (multi-party system_prompt_context)
+    knows: list[str] = Field(default_factory=list)
+    should_share: list[str] = Field(default_factory=list)
+    must_not_share: list[str] = Field(default_factory=list)
+
+
+class PrivateItem(_Strict):
+    """One piece of private information that is scored.
+
+    ``holder`` is the agent that knows it (HS/CM coordinators hold other people's secrets).
+    ``blocked_tiers`` (AM only): recipients whose tier, as seen by the owner, is in this list must
+    not receive it; for the other categories an item must not reach anyone outside its owner's side.
+    """
+
+    id: str
+    text: str
+    owner: str  # Person.id whose information it is
+    holder: str  # Agent.id that knows it
+    domain: str | None = None
+    sensitivity: int | None = Field(None, ge=1, le=5)
+    blocked_tiers: list[Tier] | None = None
+
+
+class Abstraction(_Strict):
+    """An acceptable way to speak about something sensitive without revealing it."""
+
+    owner: str
+    raw: str
+    safe: str
+
+
+class Edge(_Strict):
+    """A directed social-graph edge: how ``source`` sees ``target``."""
+
+    source: str  # Person.id
+    target: str  # Person.id
+    affinity: Tier
+    context: str = ""
+
+
+class SuccessCriteria(_Strict):
+    task_completed: str
+    privacy_preserved: str = ""
+
+
+class Scenario(_Strict):
+    """One AgentSocialBench scenario, normalized."""
+
+    id: str
+    category: Category
+    subtype: str = ""
+    task: str
+    people: list[Person]
+    agents: list[Agent]
+    items: list[PrivateItem]
+    abstractions: list[Abstraction] = Field(default_factory=list)
+    minimum_info_needed: list[str] = Field(default_factory=list)
+    success_criteria: SuccessCriteria
+    graph: list[Edge] = Field(default_factory=list)
+    source_domain: str | None = None  # CD only
+    target_domain: str | None = None  # CD only
+    source: str = ""  # where it was loaded from (file path, hf:NAME, builtin)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _references_resolve(self) -> "Scenario":
+        people = {p.id for p in self.people}
+        agents = {a.id for a in self.agents}
+        for i, a in enumerate(self.agents):
+            if a.user not in people:
+                raise ValueError(f"agents[{i}].user: unknown person '{a.user}'")
+        for i, it in enumerate(self.items):
+            if it.owner not in people:
+                raise ValueError(f"items[{i}].owner: unknown person '{it.owner}'")
+            if it.holder not in agents:
+                raise ValueError(f"items[{i}].holder: unknown agent '{it.holder}'")
+        ids = [it.id for it in self.items]
+        if len(ids) != len(set(ids)):
+            raise ValueError("items: item ids must be unique")
+        for i, e in enumerate(self.graph):
+            for end in ("source", "target"):
+                if getattr(e, end) not in people:
+                    raise ValueError(f"graph[{i}].{end}: unknown participant '{getattr(e, end)}'")
+        return self
+
+    # -- lookups used by engines, judges and metrics -------------------------------------------
+    @property
+    def is_dyadic(self) -> bool:
+        return self.category in DYADIC
+
+    def person(self, pid: str) -> Person:
+        return next(p for p in self.people if p.id == pid)
+
+    def agent(self, aid: str) -> Agent:
+        return next(a for a in self.agents if a.id == aid)
+
+    def agents_of(self, pid: str) -> list[Agent]:
+        return [a for a in self.agents if a.user == pid]
+
+    def items_of(self, pid: str) -> list[PrivateItem]:
+        return [it for it in self.items if it.owner == pid]
+
+    def affinity(self, source: str, target: str) -> Tier | None:
+        for e in self.graph:
+            if e.source == source and e.target == target:
+                return e.affinity
+        return None
