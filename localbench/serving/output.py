@@ -7,6 +7,8 @@ schema (``localbench generate --schema FILE``). Engines only ever see ``spec.sch
 
 from __future__ import annotations
 
+from localbench.errors import UserError
+
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -20,7 +22,7 @@ class OutputValidationError(ValueError):
     """A reply that does not match its schema."""
 
 
-class SchemaFileError(ValueError):
+class SchemaFileError(UserError, ValueError):
     """A schema file that cannot be used (bad JSON, not a valid JSON schema)."""
 
 

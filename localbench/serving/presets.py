@@ -6,6 +6,8 @@ Users add their own by dropping a YAML file there (or pointing LOCALBENCH_PRESET
 
 from __future__ import annotations
 
+from localbench.errors import UserError
+
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from localbench.paths import presets_dir
 
 
-class PresetError(ValueError):
+class PresetError(UserError, ValueError):
     """An unknown preset or a malformed preset file."""
 
 

@@ -7,6 +7,8 @@ Validation, retries with derived seeds, caching and failure records live once, i
 
 from __future__ import annotations
 
+from localbench.errors import UserError
+
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -112,7 +114,7 @@ class GenerationResult:
         }
 
 
-class EngineError(RuntimeError):
+class EngineError(UserError, RuntimeError):
     """An engine that cannot serve at all (dead server, missing weights): not a bad reply."""
 
 

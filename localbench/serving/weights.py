@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+from localbench.errors import UserError
+
 import hashlib
 import importlib.util
 import json
@@ -21,7 +23,7 @@ from localbench.serving.presets import Preset, PresetError, load_preset
 from localbench.serving.types import ModelIdentity
 
 
-class WeightsError(RuntimeError):
+class WeightsError(UserError, RuntimeError):
     """Weights that cannot be found or built, with what to do about it."""
 
 

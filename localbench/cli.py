@@ -1,0 +1,52 @@
+"""The `localbench` command. Each sub-command lives in localbench/commands/<name>.py.
+
+Commands import engines and benchmarks inside their functions, so `localbench --help` is instant
+and works without torch or vllm installed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+
+app = typer.Typer(
+    name="localbench",
+    help="Agentic privacy benchmarks on open-weights models you serve yourself.",
+    no_args_is_help=False,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# Modules under localbench/commands that each define register(app).
+COMMAND_MODULES = ["models", "generate", "serve", "data", "simulate", "run", "judges", "slurm"]
+
+
+def _register_all() -> None:
+    for name in COMMAND_MODULES:
+        try:
+            mod = importlib.import_module(f"localbench.commands.{name}")
+        except ModuleNotFoundError as e:
+            if e.name == f"localbench.commands.{name}":
+                continue  # command not built yet
+            raise
+        mod.register(app)
+
+
+_register_all()
+
+
+def main() -> None:
+    """Entry point: clear one-line errors for bad input instead of tracebacks."""
+    from localbench.errors import UserError
+
+    try:
+        app()
+    except UserError as e:
+        typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""CLI sub-commands, one module each; every module exposes register(app: typer.Typer)."""

@@ -1,0 +1,1 @@
+"""Runtime shared by every benchmark: records on disk, conversation logs, the concurrent scheduler."""

@@ -1,0 +1,67 @@
+"""Append-only, keyed JSONL files: what makes every stage resumable and every shard mergeable.
+
+Each line is one finished unit of work (a simulation, a judge call) with a unique ``key``. A crash
+can leave at most a truncated last line; it is cut off on open, everything before it is kept, and
+a rerun skips every key already present.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any, Iterator
+
+
+class JsonlStore:
+    """One JSONL file of records keyed by ``record[key_field]``."""
+
+    def __init__(self, path: str | Path, key_field: str = "key"):
+        self.path = Path(path)
+        self.key_field = key_field
+        self._lock = threading.Lock()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._repair_tail()
+        self._keys = {r[self.key_field] for r in self.read()}
+
+    def _repair_tail(self) -> None:
+        """Drop a partial last line left by a crash mid-write (everything before it is kept)."""
+        if not self.path.exists():
+            return
+        data = self.path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            cut = data.rfind(b"\n") + 1
+            with open(self.path, "r+b") as f:
+                f.truncate(cut)
+
+    def read(self) -> Iterator[dict[str, Any]]:
+        if not self.path.exists():
+            return
+        with open(self.path, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if line.strip():
+                    try:
+                        yield json.loads(line)
+                    except json.JSONDecodeError as e:
+                        raise ValueError(f"{self.path}:{n}: corrupt record: {e.msg}") from e
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._keys
+
+    def keys(self) -> set[str]:
+        return set(self._keys)
+
+    def append(self, record: dict[str, Any]) -> bool:
+        """Write one record (flushed and fsynced). Returns False if its key is already there."""
+        key = record[self.key_field]
+        line = json.dumps(record, ensure_ascii=False, sort_keys=False) + "\n"
+        with self._lock:
+            if key in self._keys:
+                return False
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(line)
+                f.flush()
+                os.fsync(f.fileno())
+            self._keys.add(key)
+        return True
