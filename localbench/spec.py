@@ -75,6 +75,9 @@ class RunSpec(BaseModel):
     run_id: str | None = None
     cache: str | None = None  # SQLite response cache path; default: <run dir>/cache.sqlite
     no_cache: bool = False
+    shard: int | None = Field(None, ge=0)  # this process runs only shard `shard` of `num_shards`
+    num_shards: int | None = Field(None, ge=1)
+    slurm: dict[str, Any] = Field(default_factory=dict)  # sbatch options (see localbench/slurm)
     extra: dict[str, Any] = Field(default_factory=dict)  # benchmark-specific options
 
     @field_validator("levels")
@@ -86,8 +89,18 @@ class RunSpec(BaseModel):
 
     def content_hash(self) -> str:
         """Hash of what determines the results (not where they go)."""
-        d = self.model_dump(exclude={"out", "run_id", "cache", "no_cache"})
+        d = self.model_dump(exclude={"out", "run_id", "cache", "no_cache", "shard", "num_shards", "slurm"})
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:10]
+
+    def in_shard(self, key: str) -> bool:
+        """Whether a unit of work (a simulation key) belongs to this process's shard.
+
+        Sharding hashes the key, so shards are stable whatever order work is listed in.
+        """
+        if self.shard is None or not self.num_shards:
+            return True
+        h = int(hashlib.sha256(key.encode()).hexdigest()[:8], 16)
+        return h % self.num_shards == self.shard
 
     @property
     def resolved_run_id(self) -> str:
