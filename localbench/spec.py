@@ -92,15 +92,18 @@ class RunSpec(BaseModel):
         d = self.model_dump(exclude={"out", "run_id", "cache", "no_cache", "shard", "num_shards", "slurm"})
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:10]
 
-    def in_shard(self, key: str) -> bool:
-        """Whether a unit of work (a simulation key) belongs to this process's shard.
+    def select_shard(self, keys: list[str]) -> list[str]:
+        """The units of work (simulation keys) that belong to this process's shard.
 
-        Sharding hashes the key, so shards are stable whatever order work is listed in.
+        Keys are sorted and dealt round-robin, so shards are balanced and stable whatever order
+        the work was listed in; without a shard every key is returned.
         """
+        ordered = sorted(keys)
         if self.shard is None or not self.num_shards:
-            return True
-        h = int(hashlib.sha256(key.encode()).hexdigest()[:8], 16)
-        return h % self.num_shards == self.shard
+            return ordered
+        if self.shard >= self.num_shards:
+            raise SpecError(f"shard {self.shard} is out of range for num_shards={self.num_shards}")
+        return [k for i, k in enumerate(ordered) if i % self.num_shards == self.shard]
 
     @property
     def resolved_run_id(self) -> str:
