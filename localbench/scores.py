@@ -1,0 +1,73 @@
+"""scores.json: every metric with its CI and n, per model × level × category — the versioned format
+the report, the notebook, the judge-reliability lab and Slurm merges all read.
+
+One row per (metric, model, judge, level, category[, group]). ``group`` refines a category (e.g. a
+CD source→target domain pair); the category "ALL" pools every category of a level.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCORES_VERSION = 1
+
+
+class ScoreRow(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    metric: str  # e.g. CDLR, CDLR_full, CDLR_partial, MLR, CULR, CULR_worst, MPLR, HALR, CSLR, CER, ACS, IAS, TCQ, Task%
+    model: str  # agent preset
+    judge: str  # judge preset
+    level: str  # L0, L1, L2, or a mode name
+    category: str  # CD, MC, CU, GC, HS, CM, AM, or ALL
+    group: str = ""  # optional refinement, e.g. "health→social"
+    mean: float | None  # None when n == 0
+    ci_low: float | None
+    ci_high: float | None
+    n: int  # scenarios contributing a value
+    n_failed: int = 0  # scenarios whose value could not be computed (a judge call failed)
+    higher_is_better: bool = False
+
+
+class PairedComparison(BaseModel):
+    """A paired bootstrap test between two levels (same model) or two models (same level)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    metric: str
+    category: str
+    a: str  # "L0" or a model
+    b: str
+    fixed: str  # the model (for level comparisons) or the level (for model comparisons)
+    diff: float | None  # mean(b - a)
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    n_pairs: int
+
+
+class Scores(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = SCORES_VERSION
+    run_id: str
+    benchmark: str
+    bootstrap: dict[str, Any] = Field(default_factory=dict)  # n_resamples, confidence, seed
+    rows: list[ScoreRow] = Field(default_factory=list)
+    comparisons: list[PairedComparison] = Field(default_factory=list)
+    failures: dict[str, int] = Field(default_factory=dict)  # judge name -> failed calls
+    notes: list[str] = Field(default_factory=list)
+
+    def write(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.model_dump(), indent=1, ensure_ascii=False))
+
+    @classmethod
+    def read(cls, path: str | Path) -> "Scores":
+        return cls.model_validate_json(Path(path).read_text())
+
+    def get(self, metric: str, **where: str) -> list[ScoreRow]:
+        return [r for r in self.rows if r.metric == metric and all(getattr(r, k) == v for k, v in where.items())]
