@@ -1,0 +1,236 @@
+"""The ``hf`` engine: transformers on CPU or CUDA, grammar-constrained, micro-batched.
+
+What runs on a laptop and in CI. Concurrent ``complete`` calls are gathered by a micro-batcher
+into batches that share each forward pass; each batch row carries its own grammar (xgrammar, so
+one batch mixes schemas; or outlines, one schema per batch), temperature and seed. Prompts are
+rendered with the model's chat template and checked against the context window before queueing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import os
+from pathlib import Path
+from typing import Any
+
+from localbench.serving.hf_batcher import MicroBatcher, Reporter
+from localbench.serving.hf_decode import Row, RowOutput, decode_batch
+from localbench.serving.hf_grammar import GRAMMAR_BACKENDS, GrammarBackend, make_grammar_backend
+from localbench.serving.presets import Preset, load_preset
+from localbench.serving.types import GenerationRequest, Message, ModelIdentity, RawCompletion
+from localbench.serving.weights import identity_of, materialize
+
+
+class PromptTooLongError(ValueError):
+    """A prompt that leaves no room for the reply in the context window (callers budget beforehand)."""
+
+
+@dataclasses.dataclass
+class _Job:
+    """A request, tokenized and ready for the decode loop."""
+
+    request: GenerationRequest
+    prompt_ids: list[int]
+
+
+def resolve_device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def resolve_dtype(dtype: str | None, device: str) -> Any:
+    """The torch dtype: the one asked for, else float32 on CPU and bfloat16 (or float16) on CUDA."""
+    import torch
+
+    if dtype not in (None, "auto"):
+        try:
+            value = getattr(torch, str(dtype))
+        except AttributeError:
+            value = None
+        if not isinstance(value, torch.dtype):
+            raise ValueError(f"unknown dtype '{dtype}': use float32, bfloat16, float16 or auto")
+        return value
+    if device.startswith("cuda"):
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return torch.float32
+
+
+def _stop_ids(tokenizer: Any, model: Any) -> list[int]:
+    """EOS ids from the generation config (chat models often list several) and the tokenizer."""
+    ids: list[int] = []
+    cfg = getattr(model, "generation_config", None)
+    for source in (getattr(cfg, "eos_token_id", None), tokenizer.eos_token_id):
+        for t in source if isinstance(source, (list, tuple)) else [source]:
+            if t is not None and int(t) not in ids:
+                ids.append(int(t))
+    if not ids:
+        raise ValueError("the tokenizer and generation config define no EOS token; cannot tell when to stop")
+    return ids
+
+
+class HFBackend:
+    """transformers + a grammar backend behind a micro-batcher (implements ``Backend``)."""
+
+    engine = "hf"
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        identity: ModelIdentity,
+        max_model_len: int,
+        grammar: str = "xgrammar",
+        max_batch_size: int = 32,
+        batch_wait_ms: float = 5,
+        chat_template_kwargs: dict[str, Any] | None = None,
+        location: str = "",
+    ):
+        if grammar not in GRAMMAR_BACKENDS:
+            raise ValueError(f"unknown grammar backend '{grammar}': choose one of {', '.join(GRAMMAR_BACKENDS)}")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.identity = identity
+        self.max_model_len = int(max_model_len)
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        self.location = location
+        self.stop_ids = _stop_ids(tokenizer, model)
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.stop_ids[0]
+        self.vocab_width = int(model.get_output_embeddings().weight.shape[0])
+        self.grammar: GrammarBackend = make_grammar_backend(grammar, tokenizer, self.vocab_width, self.stop_ids)
+        self.grammar_backend = self.grammar.name
+        self.requests_served = 0  # complete() calls that reached the model
+        self._batcher: MicroBatcher[_Job] = MicroBatcher(
+            self._run_batch,
+            max_batch_size=max_batch_size,
+            batch_wait_s=batch_wait_ms / 1000.0,
+            group_key=None if self.grammar.mixes_schemas else _schema_key,
+            name="hf-engine",
+        )
+
+    @classmethod
+    def from_preset(
+        cls,
+        preset: str | Preset,
+        *,
+        grammar: str = "xgrammar",
+        max_batch_size: int = 32,
+        batch_wait_ms: float = 5,
+        device: str = "auto",
+        dtype: str | None = None,
+    ) -> "HFBackend":
+        """Load a preset's weights (building or converting them first if needed)."""
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        p = load_preset(preset) if isinstance(preset, str) else preset
+        location = materialize(p)
+        if not Path(location).is_dir():
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")  # compute nodes run offline; weights are pre-fetched
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        dev = resolve_device(device)
+        torch_dtype = resolve_dtype(dtype or p.dtype, dev)
+        revision = None if Path(location).is_dir() else p.source.revision
+        tokenizer = AutoTokenizer.from_pretrained(location, revision=revision)
+        tokenizer.padding_side = "left"
+        model = AutoModelForCausalLM.from_pretrained(location, revision=revision, dtype=torch_dtype)
+        model.to(dev).eval()
+        identity = dataclasses.replace(identity_of(p, location), dtype=str(torch_dtype).removeprefix("torch."))
+        return cls(
+            model, tokenizer, identity=identity, max_model_len=p.max_model_len, grammar=grammar,
+            max_batch_size=max_batch_size, batch_wait_ms=batch_wait_ms,
+            chat_template_kwargs=p.chat_template_kwargs, location=location,
+        )
+
+    # -- Backend protocol -------------------------------------------------------------------
+
+    @property
+    def batch_sizes(self) -> list[int]:
+        """The size of every batch run so far, in order (tests assert batching on this)."""
+        return self._batcher.batch_sizes
+
+    @property
+    def batch_schemas(self) -> list[Any]:
+        """Per batch, the schema hash it was grouped by (None when the grammar mixes schemas)."""
+        return self._batcher.batch_keys
+
+    def prompt_ids(self, messages: list[Message]) -> list[int]:
+        """Token ids of the chat-templated prompt, ending with the assistant turn's opening."""
+        text = self.tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=True, **self.chat_template_kwargs
+        )
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def count_tokens(self, messages: list[Message]) -> int:
+        return len(self.prompt_ids(messages))
+
+    async def complete(self, request: GenerationRequest) -> RawCompletion:
+        ids = self.prompt_ids(request.messages)
+        if len(ids) + request.max_tokens > self.max_model_len:
+            raise PromptTooLongError(
+                f"request '{request.tag or request.role}': prompt of {len(ids)} tokens + max_tokens "
+                f"{request.max_tokens} exceeds max_model_len {self.max_model_len} of preset "
+                f"'{self.identity.preset}'"
+            )
+        self.requests_served += 1
+        return await self._batcher.submit(_Job(request, ids))
+
+    async def aclose(self) -> None:
+        await self._batcher.aclose()
+
+    def describe(self) -> dict[str, Any]:
+        import torch
+
+        param = next(self.model.parameters())
+        facts = {
+            "engine": self.engine,
+            "model": self.location,
+            "device": str(param.device),
+            "dtype": str(param.dtype).removeprefix("torch."),
+            "grammar_backend": self.grammar_backend,
+            "grammar_whitespace": "none",
+            "max_batch_size": self._batcher.max_batch_size,
+            "batch_wait_ms": round(self._batcher.batch_wait_s * 1000, 3),
+            "max_model_len": self.max_model_len,
+            "attn_implementation": getattr(self.model.config, "_attn_implementation", None),
+            "torch": torch.__version__,
+            "transformers": importlib.metadata.version("transformers"),
+            "torch_threads": torch.get_num_threads(),
+        }
+        facts.update(self.grammar.versions())
+        return facts
+
+    # -- worker thread ----------------------------------------------------------------------
+
+    def _run_batch(self, jobs: list[_Job], report: Reporter) -> None:
+        """Runs in the batcher's worker thread: compile grammars, decode, report each row."""
+        rows: list[Row] = []
+        index: list[int] = []  # row position -> job position
+        for j, job in enumerate(jobs):
+            req = job.request
+            try:
+                constraint = self.grammar.constraint(req.output) if req.output is not None else None
+            except Exception as e:  # noqa: BLE001 - a bad schema fails its own request only
+                report(j, None, e)
+                continue
+            rows.append(Row(prompt_ids=job.prompt_ids, max_tokens=req.max_tokens,
+                            temperature=float(req.temperature), seed=int(req.seed), constraint=constraint))
+            index.append(j)
+        if not rows:
+            return
+
+        def on_done(r: int, out: RowOutput) -> None:
+            j = index[r]
+            text = self.tokenizer.decode(out.token_ids, skip_special_tokens=True)
+            report(j, RawCompletion(text=text, finish_reason=out.finish_reason,
+                                    tokens_in=len(jobs[j].prompt_ids), tokens_out=len(out.token_ids)), None)
+
+        decode_batch(self.model, rows, pad_id=self.pad_id, stop_ids=set(self.stop_ids),
+                     vocab_limit=min(len(self.tokenizer), self.vocab_width), on_done=on_done)
+
+
+def _schema_key(job: _Job) -> str | None:
+    return job.request.output.schema_hash if job.request.output is not None else None

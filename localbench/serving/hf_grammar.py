@@ -1,0 +1,225 @@
+"""Grammar backends for the hf engine: turn a JSON schema into a per-row token mask.
+
+Both backends write the same packed bitmask (int32 words, bit set = token allowed), so the
+decode loop applies either with ``xgrammar.apply_token_bitmask_inplace``.
+
+- ``xgrammar`` (default): one compiled grammar per row, so one batch mixes schemas. Schemas are
+  compiled strictly (no extra keys) and compact (no whitespace at all, the form vLLM produces
+  with ``disable_any_whitespace``), so a model cannot burn its token budget on blanks.
+- ``outlines``: outlines' own engine (``outlines_core``: a regex index over the vocabulary). The
+  regex is built with no whitespace. It keeps outlines' contract of one schema per batch, so the
+  micro-batcher groups requests by schema. Its JSON-schema translation does not enforce
+  integer ``minimum``/``maximum`` (docs: /work/shared/notes/runtime.md, section D), so bounded
+  integers are checked only by validation afterwards.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import threading
+from typing import Any, Protocol
+
+from localbench.errors import UserError
+from localbench.serving.output import OutputSpec
+from localbench.serving.types import EngineError
+
+GRAMMAR_BACKENDS = ("xgrammar", "outlines")
+
+
+class GrammarError(UserError, ValueError):
+    """A schema the grammar backend cannot compile: names the schema and the backend."""
+
+
+class GrammarBackendUnavailable(EngineError):
+    """The chosen grammar backend is not installed."""
+
+
+class RowConstraint(Protocol):
+    """The grammar state of one batch row."""
+
+    def fill(self, bitmask: Any, row: int) -> bool:
+        """Write the tokens allowed next into ``bitmask[row]``.
+
+        Returns True when nothing but a stop token may follow: the reply is complete.
+        """
+        ...
+
+    def accept(self, token_id: int) -> bool:
+        """Advance by one sampled token; False if the grammar rejects it."""
+        ...
+
+
+class GrammarBackend(Protocol):
+    name: str
+    mixes_schemas: bool  # False: a batch holds one schema (the batcher groups by schema)
+
+    def constraint(self, spec: OutputSpec) -> RowConstraint: ...
+
+    def versions(self) -> dict[str, str]: ...
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+class _StopOnly:
+    """Tells whether a mask row allows anything besides the stop tokens."""
+
+    def __init__(self, vocab_size: int, stop_ids: list[int]):
+        import torch
+
+        words = (vocab_size + 31) // 32
+        keep = torch.full((words,), -1, dtype=torch.int32)
+        for t in stop_ids:
+            keep[t // 32] &= ~_bit(t % 32)
+        tail = vocab_size % 32
+        if tail:
+            keep[-1] &= (1 << tail) - 1
+        self.keep = keep
+
+    def __call__(self, bitmask: Any, row: int) -> bool:
+        return not bool((bitmask[row] & self.keep).any())
+
+
+def _bit(i: int) -> int:
+    """1 << i as a signed 32-bit value (bit 31 is negative)."""
+    v = 1 << i
+    return v - (1 << 32) if v >= 1 << 31 else v
+
+
+class XGrammarBackend:
+    """xgrammar: TokenizerInfo built once, compiled grammars cached by schema hash."""
+
+    name = "xgrammar"
+    mixes_schemas = True
+
+    def __init__(self, tokenizer: Any, vocab_size: int, stop_ids: list[int]):
+        try:
+            import xgrammar as xgr
+        except ImportError as e:
+            raise GrammarBackendUnavailable("grammar backend 'xgrammar' is not installed: pip install xgrammar") from e
+        self._xgr = xgr
+        info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size, stop_token_ids=stop_ids)
+        self.tokenizer_info = info
+        self._compiler = xgr.GrammarCompiler(info)
+        self._compiled: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._stop_only = _StopOnly(vocab_size, stop_ids)
+
+    def compiled(self, spec: OutputSpec) -> Any:
+        key = spec.schema_hash
+        with self._lock:
+            grammar = self._compiled.get(key)
+            if grammar is None:
+                try:
+                    grammar = self._compiler.compile_json_schema(
+                        json.dumps(spec.schema), any_whitespace=False, separators=(",", ":"), strict_mode=True
+                    )
+                except Exception as e:  # noqa: BLE001 - xgrammar raises RuntimeError/ValueError variously
+                    raise GrammarError(f"xgrammar cannot compile schema '{spec.name}' ({key}): {e}") from e
+                self._compiled[key] = grammar
+        return grammar
+
+    def constraint(self, spec: OutputSpec) -> RowConstraint:
+        return _XGrammarRow(self._xgr.GrammarMatcher(self.compiled(spec)), self._stop_only)
+
+    def versions(self) -> dict[str, str]:
+        return {"xgrammar": _version("xgrammar")}
+
+
+class _XGrammarRow:
+    def __init__(self, matcher: Any, stop_only: _StopOnly):
+        self.matcher = matcher
+        self.stop_only = stop_only
+
+    def fill(self, bitmask: Any, row: int) -> bool:
+        self.matcher.fill_next_token_bitmask(bitmask, row)
+        return self.matcher.is_terminated() or (self.matcher.is_completed() and self.stop_only(bitmask, row))
+
+    def accept(self, token_id: int) -> bool:
+        return bool(self.matcher.accept_token(token_id))
+
+
+class OutlinesBackend:
+    """outlines' engine (outlines_core): one regex index per schema, one guide per row."""
+
+    name = "outlines"
+    mixes_schemas = False
+
+    def __init__(self, tokenizer: Any, vocab_size: int, stop_ids: list[int]):
+        try:
+            import outlines_core
+            from outlines_core.json_schema import build_regex_from_schema
+        except ImportError as e:
+            raise GrammarBackendUnavailable(
+                "grammar backend 'outlines' is not installed: pip install outlines (or outlines_core)"
+            ) from e
+        import xgrammar as xgr
+
+        self._oc = outlines_core
+        self._build_regex = build_regex_from_schema
+        # xgrammar already knows how to turn each token into its raw bytes (byte-level BPE,
+        # sentencepiece byte fallback, ...); reuse that rather than writing a decoder again.
+        info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size, stop_token_ids=stop_ids)
+        special = set(info.special_token_ids) | set(getattr(tokenizer, "all_special_ids", []))
+        special |= set(getattr(tokenizer, "added_tokens_decoder", {}) or {})
+        eos = stop_ids[0]
+        table: dict[bytes, list[int]] = {}
+        for token_id, raw in enumerate(info.decoded_vocab):
+            if token_id in special or token_id == eos or not raw:
+                continue
+            table.setdefault(bytes(raw), []).append(token_id)
+        self._vocabulary = outlines_core.Vocabulary(eos, table)
+        self._indexes: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._stop_only = _StopOnly(vocab_size, [eos])
+
+    def index(self, spec: OutputSpec) -> Any:
+        key = spec.schema_hash
+        with self._lock:
+            idx = self._indexes.get(key)
+            if idx is None:
+                try:
+                    regex = self._build_regex(json.dumps(spec.schema), whitespace_pattern="")
+                    idx = self._oc.Index(regex, self._vocabulary)
+                except Exception as e:  # noqa: BLE001 - outlines_core raises ValueError/RuntimeError
+                    raise GrammarError(f"outlines cannot compile schema '{spec.name}' ({key}): {e}") from e
+                self._indexes[key] = idx
+        return idx
+
+    def constraint(self, spec: OutputSpec) -> RowConstraint:
+        return _OutlinesRow(self._oc.Guide(self.index(spec)), self._stop_only)
+
+    def versions(self) -> dict[str, str]:
+        return {"outlines_core": _version("outlines_core"), "outlines": _version("outlines")}
+
+
+class _OutlinesRow:
+    def __init__(self, guide: Any, stop_only: _StopOnly):
+        self.guide = guide
+        self.stop_only = stop_only
+
+    def fill(self, bitmask: Any, row: int) -> bool:
+        view = bitmask[row]
+        self.guide.write_mask_into(view.data_ptr(), view.numel(), view.element_size())
+        return self.guide.is_finished() and self.stop_only(bitmask, row)
+
+    def accept(self, token_id: int) -> bool:
+        try:
+            self.guide.advance(token_id, return_tokens=False)
+        except Exception:  # noqa: BLE001 - outlines_core raises on a token with no transition
+            return False
+        return True
+
+
+def make_grammar_backend(name: str, tokenizer: Any, vocab_size: int, stop_ids: list[int]) -> GrammarBackend:
+    """The named grammar backend, ready for this tokenizer and logits width."""
+    if name == "xgrammar":
+        return XGrammarBackend(tokenizer, vocab_size, stop_ids)
+    if name == "outlines":
+        return OutlinesBackend(tokenizer, vocab_size, stop_ids)
+    raise ValueError(f"unknown grammar backend '{name}': choose one of {', '.join(GRAMMAR_BACKENDS)}")
