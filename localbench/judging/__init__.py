@@ -1,0 +1,1 @@
+"""Judging: judge runner, gold sets and reliability statistics for the benchmarks' judges."""
