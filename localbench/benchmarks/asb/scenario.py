@@ -10,7 +10,7 @@ stable ids ``<owner>.<n>`` so that judge schemas can require one key per item.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -38,6 +38,8 @@ class Person(_Strict):
     persona: str = ""  # simulated humans: who they are
     knowledge: dict[str, str] = Field(default_factory=dict)  # simulated humans: what they know
     simulated: bool = False
+    # per-domain sensitivity 1-5 where the source labels it (upstream profiles; see docs/fidelity.md)
+    sensitivity: dict[str, Annotated[int, Field(ge=1, le=5)]] = Field(default_factory=dict)
 
 
 class Agent(_Strict):
