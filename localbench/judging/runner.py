@@ -1,0 +1,69 @@
+"""Run judge requests in one batched pass and append each answer to judgments.jsonl.
+
+Benchmark-agnostic: a benchmark turns finished simulations into JudgeTasks (a key, a request and
+a decoder); this runs every task not yet in the store concurrently over one client, so the engine
+batches them, and records successes and failures alike. Rerunning skips keys already written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from localbench.runtime.records import JsonlStore
+from localbench.serving.client import StructuredClient
+from localbench.serving.types import GenerationRequest
+
+
+@dataclass
+class JudgeTask:
+    key: str
+    request: GenerationRequest
+    decode: Callable[[Any], dict[str, Any]]  # parsed answer -> label in benchmark terms
+    meta: dict[str, Any] = field(default_factory=dict)  # recorded as-is (target, rubric hash, ...)
+
+
+@dataclass
+class JudgeRunSummary:
+    total: int = 0
+    skipped: int = 0  # already in the store (resumed)
+    done: int = 0
+    failed: int = 0
+
+
+async def run_judge_tasks(client: StructuredClient, tasks: list[JudgeTask], store: JsonlStore,
+                          max_concurrency: int = 64, show_progress: bool = True) -> JudgeRunSummary:
+    """Run every task whose key is not in ``store``; append one record per task as it finishes."""
+    summary = JudgeRunSummary(total=len(tasks))
+    todo = [t for t in tasks if t.key not in store]
+    summary.skipped = len(tasks) - len(todo)
+    sem = asyncio.Semaphore(max_concurrency)
+    t0 = time.monotonic()
+
+    async def one(task: JudgeTask) -> None:
+        async with sem:
+            res = await client.generate(task.request)
+        label, failure = None, res.failure
+        if res.ok:
+            data = res.parsed.model_dump() if hasattr(res.parsed, "model_dump") else res.parsed
+            try:
+                label = task.decode(data)
+            except (KeyError, ValueError, TypeError) as e:  # schema-valid but undecodable: a failure too
+                failure = f"undecodable answer: {e!r}"
+        store.append({"key": task.key, **task.meta, "judge_model": client.model_name, "label": label,
+                      "failure": failure, "text": res.text if failure else None, "call": res.summary()})
+        summary.done += 1
+        summary.failed += failure is not None
+        if show_progress:
+            rate = client.stats.tokens_per_s()
+            print(f"\r  judging: {summary.done}/{len(todo)} calls, {summary.failed} failed, "
+                  f"{client.stats.in_flight} in flight, {rate:.0f} tok/s, {time.monotonic() - t0:.0f}s",
+                  end="", file=sys.stderr, flush=True)
+
+    await asyncio.gather(*(one(t) for t in todo))
+    if show_progress and todo:
+        print(file=sys.stderr)
+    return summary

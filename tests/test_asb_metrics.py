@@ -1,0 +1,120 @@
+"""AgentSocialBench metrics on hand-built judgments with known answers."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from asb_builders import am, cd, cm, cu, gc
+from localbench.benchmarks.asb.boundaries import forbidden_recipients
+from localbench.benchmarks.asb.metrics import simulation_metrics
+
+
+def J(judge, target, label=None, failure=None):
+    return {"sim_key": "s", "judge": judge, "target": target, "label": label, "failure": failure}
+
+
+def task(done=True, q=0.75):
+    return J("task", "all", {"task_completed": done, "tcq": q, "justification": "", "truncated": 0})
+
+
+def beh(**flags):
+    base = {k: False for k in ("oversharing", "cross_referencing", "implicit_disclosure", "unnecessary_context",
+                               "appropriate_abstraction", "minimal_disclosure", "deflection", "boundary_maintenance")}
+    base.update(flags)
+    return J("behaviour", "all", {"flags": base, "evidence": ""})
+
+
+def test_cdlr_denominator_is_all_items_and_split_full_partial():
+    # judge labels only 3 of the 4 items in chunk 0 and one more in chunk 1: merged, worst wins
+    js = [J("privacy", "all#0", {"levels": {"ana.1": "full", "ana.2": "partial", "ana.3": "none"}}),
+          J("privacy", "all#1", {"levels": {"ana.3": "partial", "ana.4": "none"}}),
+          J("abstraction", "msgs0", {"scores": {"1": 0.5, "2": None, "3": 1.0}}), task(), beh(oversharing=True, deflection=True)]
+    m = simulation_metrics(cd(), js).values
+    assert m["CDLR"] == pytest.approx(3 / 4)
+    assert m["CDLR_full"] == pytest.approx(1 / 4) and m["CDLR_partial"] == pytest.approx(2 / 4)
+    assert m["IAS"] == pytest.approx(0.75) and m["TCQ"] == 0.75 and m["Task%"] == 100.0
+    assert m["NEG"] == 1 and m["POS"] == 1 and m["B:oversharing"] == 1.0
+
+
+def test_failed_judge_call_is_failure_not_no_leak():
+    js = [J("privacy", "all#0", {"levels": {"ana.1": "none"}}), J("privacy", "all#1", failure="3 attempts failed"),
+          task(), beh()]
+    sm = simulation_metrics(cd(), js)
+    assert sm.values["CDLR"] is None and "CDLR" in sm.failed
+    assert sm.values["TCQ"] == 0.75  # other metrics unaffected
+
+
+def test_ias_is_undefined_when_no_message_touches_private_info():
+    js = [J("privacy", "all", {"levels": {}}), J("abstraction", "msgs0", {"scores": {"1": None}}), task(), beh()]
+    assert simulation_metrics(cd(), js).values["IAS"] is None
+
+
+def test_culr_mean_and_worst_user():
+    js = [J("privacy", "jo", {"levels": {"jo.1": "full", "jo.2": "none"}}),
+          J("privacy", "sam", {"levels": {"sam.1": "partial", "sam.2": "none", "sam.3": "none", "sam.4": "none"}}),
+          task(False, 0.25), beh()]
+    m = simulation_metrics(cu(), js).values
+    assert m["CULR"] == pytest.approx((0.5 + 0.25) / 2) and m["CULR_worst"] == 0.5
+    assert m["Task%"] == 0.0 and m["TCQ"] == 0.25
+    sm = simulation_metrics(cu(), js[:1] + [J("privacy", "sam", failure="bad")] + js[2:])
+    assert sm.values["CULR"] is None and "CULR_worst" in sm.failed
+
+
+def test_mplr_over_item_recipient_pairs():
+    s = gc()
+    assert sorted(forbidden_recipients(s, s.items[0])) == ["bo", "cy"]
+    js = [J("privacy_pairs", "ana", {"levels": {"ana.1": {"bo": "full", "cy": "none"}}}),
+          J("privacy_pairs", "bo", {"levels": {"bo.1": {"ana": "none"}}}), task(), beh()]
+    # bo.1 -> cy missing from the judge's answer counts as the denominator still (as none)
+    assert simulation_metrics(s, js).values["MPLR"] == pytest.approx(1 / 4)
+
+
+def test_halr_excludes_the_hub_as_recipient():
+    s = gc("HS", coordinator="ana")
+    assert forbidden_recipients(s, s.items[1]) == ["cy"]  # bo's secret: ana is the hub
+    js = [J("privacy_pairs", "ana", {"levels": {"ana.1": {"bo": "partial", "cy": "partial"}}}),
+          J("privacy_pairs", "bo", {"levels": {"bo.1": {"cy": "none"}}}), task(), beh()]
+    m = simulation_metrics(s, js).values
+    assert m["HALR"] == pytest.approx(2 / 3) and m["HALR_partial"] == pytest.approx(2 / 3)
+
+
+def test_cslr_and_cer_split_self_held_and_extracted():
+    s = cm()
+    assert forbidden_recipients(s, s.items[0]) == ["cy"]  # held by the decision-maker: only competitor cy
+    js = [J("privacy_pairs", "bo", {"levels": {"bo.1": {"cy": "full"}, "bo.2": {"ana": "none", "cy": "partial"}}}),
+          J("privacy_pairs", "cy", {"levels": {"cy.1": {"ana": "none", "bo": "none"}}}), task(), beh()]
+    m = simulation_metrics(s, js).values
+    assert m["CSLR"] == pytest.approx(1 / 4) and m["CER"] == pytest.approx(1.0)
+
+
+def test_acs_counts_only_blocked_tiers():
+    s = am()
+    assert forbidden_recipients(s, s.items[0]) == ["cy"]  # cy is a stranger to ana
+    assert sorted(forbidden_recipients(s, s.items[1])) == ["bo", "cy"]
+    js = [J("privacy_pairs", "ana", {"levels": {"ana.1": {"cy": "none"}, "ana.2": {"bo": "full", "cy": "none"}}}),
+          task(), beh()]
+    assert simulation_metrics(s, js).values["ACS"] == pytest.approx(1 - 1 / 3)
+    failed = simulation_metrics(s, [J("privacy_pairs", "ana", failure="x"), task(), beh()])
+    assert failed.values["ACS"] is None and "ACS" in failed.failed
+
+
+def test_aggregate_macro_over_scenarios_with_ci_and_n_failed():
+    from localbench.benchmarks.asb.scoring import aggregate
+
+    recs = []
+    for i in range(10):
+        v = 0.2 if i < 5 else 0.6
+        for seed in range(2):  # seeds are averaged within a scenario first
+            recs.append({"key": f"k{i}{seed}", "scenario": f"s{i}", "category": "CD", "level": "L0", "seed_index": seed,
+                         "model": "m", "judge": "j", "domain_pair": "health→social",
+                         "metrics": {"CDLR": v + (0.1 if seed else -0.1)}, "failed": []})
+    recs.append({"key": "kx", "scenario": "s_fail", "category": "CD", "level": "L0", "seed_index": 0, "model": "m",
+                 "judge": "j", "domain_pair": None, "metrics": {"CDLR": None}, "failed": ["CDLR"]})
+    sc = aggregate(recs, "r", "j")
+    row = sc.get("CDLR", category="CD", group="")[0]
+    assert row.mean == pytest.approx(0.4) and row.n == 10 and row.n_failed == 1
+    assert row.ci_low < 0.4 < row.ci_high
+    assert sc.get("CDLR", group="health→social")[0].n == 10
+    assert not math.isnan(row.ci_high)
