@@ -66,23 +66,45 @@ def _version(dist: str) -> str:
         return "not installed"
 
 
-class _StopOnly:
-    """Tells whether a mask row allows anything besides the stop tokens."""
+class _MaskRules:
+    """What every constrained row's mask gets on top of its grammar.
 
-    def __init__(self, vocab_size: int, stop_ids: list[int]):
+    - No token holding a raw control byte (U+0000-U+001F). The output is compact JSON, where such
+      a byte is legal nowhere (JSON strings must escape it), but xgrammar's length-bounded strings
+      admit it (mlc-ai/xgrammar#800): a tab inside ``maxLength`` text made invalid JSON.
+    - ``only_stop`` tells when nothing but a stop token may follow, so a finished reply ends
+      without spending a forward pass on the forced EOS.
+    """
+
+    def __init__(self, decoded_vocab: list[bytes], vocab_size: int, stop_ids: list[int]):
         import torch
 
         words = (vocab_size + 31) // 32
-        keep = torch.full((words,), -1, dtype=torch.int32)
-        for t in stop_ids:
-            keep[t // 32] &= ~_bit(t % 32)
-        tail = vocab_size % 32
-        if tail:
-            keep[-1] &= (1 << tail) - 1
-        self.keep = keep
+        control = bytes(range(32))
+        clean = [len(raw.translate(None, control)) == len(raw) for raw in decoded_vocab[:vocab_size]]
+        allowed = torch.zeros(words * 32, dtype=torch.bool)
+        allowed[: len(clean)] = torch.tensor(clean, dtype=torch.bool)
+        allowed[stop_ids] = True
+        self.printable = _pack(allowed)
+        non_stop = torch.zeros(words * 32, dtype=torch.bool)
+        non_stop[:vocab_size] = True
+        non_stop[stop_ids] = False
+        self.non_stop = _pack(non_stop)
 
-    def __call__(self, bitmask: Any, row: int) -> bool:
-        return not bool((bitmask[row] & self.keep).any())
+    def apply(self, bitmask: Any, row: int) -> None:
+        bitmask[row] &= self.printable
+
+    def only_stop(self, bitmask: Any, row: int) -> bool:
+        return not bool((bitmask[row] & self.non_stop).any())
+
+
+def _pack(bits: Any) -> Any:
+    """A bool vector (length a multiple of 32) as int32 words, bit i of word w = token 32*w + i."""
+    import torch
+
+    weights = torch.tensor([_bit(i) for i in range(32)], dtype=torch.int64)
+    words = (bits.view(-1, 32).to(torch.int64) * weights).sum(dim=1)
+    return words.to(torch.int32)
 
 
 def _bit(i: int) -> int:
@@ -108,7 +130,7 @@ class XGrammarBackend:
         self._compiler = xgr.GrammarCompiler(info)
         self._compiled: dict[str, Any] = {}
         self._lock = threading.Lock()
-        self._stop_only = _StopOnly(vocab_size, stop_ids)
+        self._rules = _MaskRules(info.decoded_vocab, vocab_size, stop_ids)
 
     def compiled(self, spec: OutputSpec) -> Any:
         key = spec.schema_hash
@@ -125,20 +147,21 @@ class XGrammarBackend:
         return grammar
 
     def constraint(self, spec: OutputSpec) -> RowConstraint:
-        return _XGrammarRow(self._xgr.GrammarMatcher(self.compiled(spec)), self._stop_only)
+        return _XGrammarRow(self._xgr.GrammarMatcher(self.compiled(spec)), self._rules)
 
     def versions(self) -> dict[str, str]:
         return {"xgrammar": _version("xgrammar")}
 
 
 class _XGrammarRow:
-    def __init__(self, matcher: Any, stop_only: _StopOnly):
+    def __init__(self, matcher: Any, rules: _MaskRules):
         self.matcher = matcher
-        self.stop_only = stop_only
+        self.rules = rules
 
     def fill(self, bitmask: Any, row: int) -> bool:
         self.matcher.fill_next_token_bitmask(bitmask, row)
-        return self.matcher.is_terminated() or (self.matcher.is_completed() and self.stop_only(bitmask, row))
+        self.rules.apply(bitmask, row)
+        return self.matcher.is_terminated() or (self.matcher.is_completed() and self.rules.only_stop(bitmask, row))
 
     def accept(self, token_id: int) -> bool:
         return bool(self.matcher.accept_token(token_id))
@@ -176,7 +199,7 @@ class OutlinesBackend:
         self._vocabulary = outlines_core.Vocabulary(eos, table)
         self._indexes: dict[str, Any] = {}
         self._lock = threading.Lock()
-        self._stop_only = _StopOnly(vocab_size, [eos])
+        self._rules = _MaskRules(info.decoded_vocab, vocab_size, [eos])
 
     def index(self, spec: OutputSpec) -> Any:
         key = spec.schema_hash
@@ -192,21 +215,22 @@ class OutlinesBackend:
         return idx
 
     def constraint(self, spec: OutputSpec) -> RowConstraint:
-        return _OutlinesRow(self._oc.Guide(self.index(spec)), self._stop_only)
+        return _OutlinesRow(self._oc.Guide(self.index(spec)), self._rules)
 
     def versions(self) -> dict[str, str]:
         return {"outlines_core": _version("outlines_core"), "outlines": _version("outlines")}
 
 
 class _OutlinesRow:
-    def __init__(self, guide: Any, stop_only: _StopOnly):
+    def __init__(self, guide: Any, rules: _MaskRules):
         self.guide = guide
-        self.stop_only = stop_only
+        self.rules = rules
 
     def fill(self, bitmask: Any, row: int) -> bool:
         view = bitmask[row]
         self.guide.write_mask_into(view.data_ptr(), view.numel(), view.element_size())
-        return self.guide.is_finished() and self.stop_only(bitmask, row)
+        self.rules.apply(bitmask, row)
+        return self.guide.is_finished() and self.rules.only_stop(bitmask, row)
 
     def accept(self, token_id: int) -> bool:
         try:
