@@ -20,7 +20,7 @@ app = typer.Typer(
 )
 
 # Modules under localbench/commands that each define register(app).
-COMMAND_MODULES = ["models", "generate", "serve", "data", "simulate", "run", "judges", "slurm"]
+COMMAND_MODULES = ["models", "generate", "serve", "data", "simulate", "run", "judges", "slurm", "report"]
 
 
 def _register_all() -> None:

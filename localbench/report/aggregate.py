@@ -1,0 +1,94 @@
+"""Estimates the report shows that scores.json does not hold directly: leakage pooled over
+several categories (dyadic, multi-party, all), as in the paper's defense-ladder table.
+
+A category's headline metric is turned into a leak rate (ACS, a compliance score, becomes
+1 − ACS), averaged over seeds per scenario, and bootstrapped over scenarios with the run's own
+bootstrap settings. Without scenario_scores.jsonl the pooled value is the n-weighted mean of the
+category means, with no CI.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from localbench.report.data import RunData
+from localbench.report.metrics import HEADLINE, higher_is_better
+from localbench.scores import ScoreRow
+from localbench.stats import bootstrap_ci
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A table cell: mean with an optional CI, its n and how many units failed."""
+
+    mean: float | None
+    low: float | None = None
+    high: float | None = None
+    n: int = 0
+    n_failed: int = 0
+    higher_is_better: bool = False
+
+    @classmethod
+    def from_row(cls, row: ScoreRow | None, default_hib: bool = False) -> "Estimate":
+        if row is None:
+            return cls(None, higher_is_better=default_hib)
+        return cls(_finite(row.mean), _finite(row.ci_low), _finite(row.ci_high), row.n, row.n_failed,
+                   row.higher_is_better)
+
+    @property
+    def has_ci(self) -> bool:
+        return self.low is not None and self.high is not None
+
+
+def _finite(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
+
+
+def bootstrap_settings(run: RunData) -> dict:
+    b = run.scores.bootstrap or {}
+    return {"n_resamples": int(b.get("n_resamples", 1000)), "confidence": float(b.get("confidence", 0.95)),
+            "seed": int(b.get("seed", 0))}
+
+
+def _as_leak(metric: str, value: float) -> float:
+    return 1.0 - value if higher_is_better(metric) else value
+
+
+def pooled_leak(run: RunData, model: str, level: str, categories: Iterable[str], judge: str | None = None) -> Estimate:
+    """Leak rate over the given categories' scenarios (headline metric of each, as a leak rate)."""
+    cats = [c for c in categories if c in HEADLINE]
+    if run.scenarios is None:
+        return _pooled_from_rows(run, model, level, cats, judge)
+    per_unit: dict[tuple[str, str], list[float]] = defaultdict(list)
+    units: set[tuple[str, str]] = set()
+    for s in run.scenarios:
+        if s.model != model or s.level != level or s.category not in cats or (judge is not None and s.judge != judge):
+            continue
+        metric = HEADLINE[s.category]
+        unit = (s.category, s.scenario)
+        units.add(unit)
+        v = s.metrics.get(metric)
+        if v is not None and math.isfinite(v):
+            per_unit[unit].append(_as_leak(metric, v))
+    values = [sum(v) / len(v) for v in per_unit.values()]
+    n_failed = len(units) - len(per_unit)
+    if not values:
+        return Estimate(None, n=0, n_failed=n_failed)
+    ci = bootstrap_ci(values, **bootstrap_settings(run))
+    return Estimate(ci.estimate, ci.low, ci.high, ci.n, n_failed)
+
+
+def _pooled_from_rows(run: RunData, model: str, level: str, cats: list[str], judge: str | None) -> Estimate:
+    total, n, n_failed = 0.0, 0, 0
+    for c in cats:
+        r = run.row(HEADLINE[c], model, level, c, judge)
+        if r is None:
+            continue
+        n_failed += r.n_failed
+        if r.mean is not None and r.n > 0:
+            total += _as_leak(r.metric, r.mean) * r.n
+            n += r.n
+    return Estimate(total / n if n else None, n=n, n_failed=n_failed)

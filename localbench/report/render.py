@@ -1,0 +1,169 @@
+"""Render a run's report: tables/ (md, tex, csv), figures/ (png), report.html and report.md.
+
+Everything is rebuilt from the run directory's files alone. report.html is self-contained (inline
+CSS, figures as base64 PNG); report.md carries the same content and links the PNG files.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from localbench import __version__
+from localbench.report.data import RunData, load_run
+from localbench.report.figures import FigureResult, build_figures, write_figures
+from localbench.report.metrics import CATEGORIES, DESCRIPTIONS, HEADLINE
+from localbench.report.tables import CellFormat, Table, build_tables, write_tables
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+@dataclass
+class Report:
+    """What a render wrote."""
+
+    html: Path
+    markdown: Path
+    tables: list[Path] = field(default_factory=list)
+    figures: dict[str, Path] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def _flatten(d: Any, prefix: str = "") -> list[tuple[str, str]]:
+    """Nested provenance mappings as (dotted key, value) pairs."""
+    if isinstance(d, dict):
+        out: list[tuple[str, str]] = []
+        for k, v in d.items():
+            out += _flatten(v, f"{prefix}.{k}" if prefix else str(k))
+        return out
+    if isinstance(d, list):
+        return [(prefix, ", ".join(str(x) for x in d))]
+    return [(prefix, "" if d is None else str(d))]
+
+
+def spec_summary(run: RunData) -> list[tuple[str, str]]:
+    """The facts a reader needs first: what was run, on which models, how many times."""
+    s = run.spec
+    rows: list[tuple[str, str]] = [("benchmark", run.scores.benchmark)]
+    rows.append(("agent models", ", ".join(run.models()) or "—"))
+    rows.append(("judges", ", ".join(run.judges()) or "—"))
+    if isinstance(s.get("models"), dict):
+        rows += [(f"spec models.{k}", str(v)) for k, v in s["models"].items() if v]
+    rows.append(("levels", ", ".join(run.levels()) or "—"))
+    rows.append(("categories", ", ".join(c for c in run.categories() if c != "ALL") or "—"))
+    for key in ("scenarios", "limit", "seeds", "seed"):
+        if key in s:
+            rows.append((key if key != "seed" else "run seed", str(s[key])))
+    if run.scenarios is not None:
+        sims = Counter(x.category for x in run.scenarios)
+        scen = {c: len({x.scenario for x in run.scenarios if x.category == c}) for c in sims}
+        rows.append(("simulations", f"{len(run.scenarios)} ({', '.join(f'{c} {sims[c]}' for c in _ordered(sims))})"))
+        rows.append(("scenarios", ", ".join(f"{c} {scen[c]}" for c in _ordered(scen))))
+    b = run.scores.bootstrap
+    if b:
+        rows.append(("bootstrap", ", ".join(f"{k} {v}" for k, v in b.items())))
+    return rows
+
+
+def _ordered(keys) -> list[str]:
+    keys = list(keys)
+    return [c for c in CATEGORIES if c in keys] + sorted(k for k in keys if k not in CATEGORIES)
+
+
+def provenance(run: RunData) -> dict[str, list[tuple[str, str]]]:
+    """Sections of spec.yaml other than the spec itself: versions, model revisions, hashes…"""
+    doc = run.spec_doc
+    out: dict[str, list[tuple[str, str]]] = {}
+    times = [(k, str(doc[k])) for k in ("created",) if k in doc]
+    if doc.get("resumed"):
+        times.append(("resumed", ", ".join(str(x) for x in doc["resumed"])))
+    if times:
+        out["run"] = times
+    for k, v in doc.items():
+        if k in ("spec", "created", "resumed"):
+            continue
+        out[str(k)] = _flatten(v)
+    return out
+
+
+def failure_summary(run: RunData) -> dict[str, Any]:
+    """Failed judge calls (scores.json) and failed per-scenario values, by metric."""
+    by_metric: Counter[str] = Counter()
+    if run.scenarios is not None:
+        for s in run.scenarios:
+            by_metric.update(s.failed)
+    else:
+        for r in run.scores.rows:
+            if r.group == "" and r.category != "ALL" and r.n_failed:
+                by_metric[r.metric] += r.n_failed
+    unit = "simulations" if run.scenarios is not None else "scenarios"
+    headline = set(HEADLINE.values())
+    rows = sorted(by_metric.items(), key=lambda kv: (kv[0] not in headline, kv[0]))
+    return {"judges": dict(run.scores.failures), "by_metric": rows, "unit": unit,
+            "total": sum(run.scores.failures.values())}
+
+
+def _figure_entry(f: FigureResult, paths: dict[str, Path], root: Path) -> dict[str, Any]:
+    p = paths.get(f.name)
+    return {"name": f.name, "title": f.title, "note": f.note,
+            "path": str(p.relative_to(root)) if p else None,
+            "b64": base64.b64encode(p.read_bytes()).decode("ascii") if p else None}
+
+
+def _table_entry(t: Table) -> dict[str, Any]:
+    return {"name": t.name, "title": t.title, "html": t.to_html(), "markdown": t.to_markdown(),
+            "files": [f"tables/{t.name}.{ext}" for ext in ("md", "tex", "csv")]}
+
+
+def _env(autoescape: bool) -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=autoescape,
+                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                              keep_trailing_newline=True)
+
+
+def build_context(run: RunData, tables: list[Table], figures: list[FigureResult], fig_paths: dict[str, Path]) -> dict[str, Any]:
+    comps = next((t for t in tables if t.name == "comparisons"), None)
+    notes = list(run.scores.notes) + list(run.notes) + [f"{f.title}: {f.note}" for f in figures if f.note]
+    return {
+        "run_id": run.run_id,
+        "run_path": str(run.path),
+        "generated": _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+        "localbench_version": __version__,
+        "scores_version": run.scores.version,
+        "summary": spec_summary(run),
+        "provenance": provenance(run),
+        "tables": [_table_entry(t) for t in tables if t is not comps],
+        "comparisons": _table_entry(comps) if comps else None,
+        "figures": [_figure_entry(f, fig_paths, run.path) for f in figures],
+        "n_comparisons": len(run.scores.comparisons),
+        "n_significant": len(comps.bold_rows) if comps else 0,
+        "failures": failure_summary(run),
+        "notes": notes,
+        "glossary": [(m, DESCRIPTIONS[m]) for m in DESCRIPTIONS],
+    }
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def render_report(run_dir: str | Path, fmt: CellFormat = "pm") -> Report:
+    """Write every table, figure and both reports into the run directory."""
+    run = load_run(run_dir)
+    tables = build_tables(run, fmt)
+    table_paths = write_tables(tables, run.path / "tables")
+    figures = build_figures(run)
+    fig_paths = write_figures(figures, run.path / "figures")
+    ctx = build_context(run, tables, figures, fig_paths)
+    html_path, md_path = run.path / "report.html", run.path / "report.md"
+    _write(html_path, _env(True).get_template("report.html.j2").render(**ctx))
+    _write(md_path, _env(False).get_template("report.md.j2").render(**ctx))
+    return Report(html_path, md_path, table_paths, fig_paths, ctx["notes"])
