@@ -1,4 +1,4 @@
-"""Statistics for benchmark results: bootstrap CIs, paired tests, proportions, prevalence correction.
+"""Statistics for benchmark results: bootstrap CIs, paired tests, proportions, prevalence.
 
 A leaf module: it builds on scipy/statsmodels and imports nothing else from localbench. Every
 resampling procedure takes an explicit seed and records it in its result, so a report can be
@@ -24,8 +24,8 @@ from statsmodels.stats.contingency_tables import mcnemar as _sm_mcnemar
 from statsmodels.stats.proportion import proportion_confint
 
 __all__ = [
-    "Aligned",
     "CI",
+    "Aligned",
     "JsonRecord",
     "KendallTau",
     "McNemarResult",
@@ -40,6 +40,7 @@ __all__ = [
     "paired_bootstrap_test",
     "rogan_gladen",
     "rogan_gladen_ci",
+    "sorted_keys",
     "to_jsonable",
     "wilson_ci",
 ]
@@ -146,7 +147,9 @@ def bootstrap_ci(
     n_dropped = int((~keep).sum())
     x = x[keep]
     n = int(x.size)
-    common = dict(confidence=confidence, n_resamples=n_resamples, seed=seed, n_dropped=n_dropped)
+    common = {
+        "confidence": confidence, "n_resamples": n_resamples, "seed": seed, "n_dropped": n_dropped
+    }
     if n == 0:
         return CI(math.nan, math.nan, math.nan, 0, **common)
     estimate = float(statistic(x))
@@ -163,9 +166,8 @@ def bootstrap_ci(
         batch=batch,
         rng=np.random.default_rng(seed),
     )
-    return CI(
-        estimate, float(res.confidence_interval.low), float(res.confidence_interval.high), n, **common
-    )
+    low, high = res.confidence_interval
+    return CI(estimate, float(low), float(high), n, **common)
 
 
 def bootstrap_over_units(
@@ -189,7 +191,7 @@ def bootstrap_over_units(
     """
     _check_confidence(confidence)
     _check_resamples(n_resamples)
-    common = dict(confidence=confidence, n_resamples=n_resamples, seed=seed)
+    common = {"confidence": confidence, "n_resamples": n_resamples, "seed": seed}
     if n_units <= 0:
         return tuple(CI(math.nan, math.nan, math.nan, 0, **common) for _ in range(n_outputs))
     with warnings.catch_warnings():
@@ -229,7 +231,8 @@ class Aligned:
     only_b: tuple[Hashable, ...]
 
 
-def _sorted_keys(keys: Iterable[Hashable]) -> list[Hashable]:
+def sorted_keys(keys: Iterable[Hashable]) -> list[Hashable]:
+    """Keys in a stable order (sorted; by repr when key types mix): dict order never matters."""
     keys = list(keys)
     try:
         return sorted(keys)
@@ -239,13 +242,13 @@ def _sorted_keys(keys: Iterable[Hashable]) -> list[Hashable]:
 
 def align_by_key(a: Mapping[Hashable, Any], b: Mapping[Hashable, Any]) -> Aligned:
     """Join two mappings on their keys; keys present on one side only are listed, not dropped."""
-    common = _sorted_keys(a.keys() & b.keys())
+    common = sorted_keys(a.keys() & b.keys())
     return Aligned(
         keys=tuple(common),
         a=tuple(a[k] for k in common),
         b=tuple(b[k] for k in common),
-        only_a=tuple(_sorted_keys(a.keys() - b.keys())),
-        only_b=tuple(_sorted_keys(b.keys() - a.keys())),
+        only_a=tuple(sorted_keys(a.keys() - b.keys())),
+        only_b=tuple(sorted_keys(b.keys() - a.keys())),
     )
 
 
@@ -296,16 +299,16 @@ def paired_bootstrap_test(
     keep = ~(np.isnan(x) | np.isnan(y))
     x, y = x[keep], y[keep]
     n = int(x.size)
-    common = dict(
-        n_pairs=n,
-        n_unpaired=len(al.only_a) + len(al.only_b),
-        n_only_a=len(al.only_a),
-        n_only_b=len(al.only_b),
-        n_dropped=int((~keep).sum()),
-        confidence=confidence,
-        n_resamples=n_resamples,
-        seed=seed,
-    )
+    common = {
+        "n_pairs": n,
+        "n_unpaired": len(al.only_a) + len(al.only_b),
+        "n_only_a": len(al.only_a),
+        "n_only_b": len(al.only_b),
+        "n_dropped": int((~keep).sum()),
+        "confidence": confidence,
+        "n_resamples": n_resamples,
+        "seed": seed,
+    }
     if n == 0:
         return PairedTest(math.nan, math.nan, math.nan, math.nan, **common)
     d = x - y

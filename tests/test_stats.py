@@ -146,7 +146,8 @@ def test_paired_test_reports_unpaired_and_missing_keys():
     a = {"s1": 0.5, "s2": 0.7, "s3": 0.2, "only_a": 1.0, "nan_a": float("nan")}
     b = {"s1": 0.1, "s2": 0.6, "s3": 0.0, "only_b1": 0.0, "only_b2": 0.3, "nan_a": 0.4}
     res = paired_bootstrap_test(a, b, n_resamples=1000)
-    assert (res.n_pairs, res.n_only_a, res.n_only_b, res.n_unpaired, res.n_dropped) == (3, 1, 2, 3, 1)
+    counts = (res.n_pairs, res.n_only_a, res.n_only_b, res.n_unpaired, res.n_dropped)
+    assert counts == (3, 1, 2, 3, 1)
     assert res.diff == pytest.approx(np.mean([0.4, 0.1, 0.2]))
     # n=3 pairs: 2**3 sign patterns are enumerated exactly; all positive -> p = 2/8.
     assert res.p_value == pytest.approx(0.25)

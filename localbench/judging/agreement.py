@@ -2,7 +2,8 @@
 
 Labels are the leak severities "none" < "partial" < "full"; the binary leak decision is
 "partial or full". Every coefficient comes with a percentile bootstrap CI over judged items
-(seeded, 1,000 resamples by default) from one shared helper, ``localbench.stats.bootstrap_over_units``.
+(seeded, 1,000 resamples by default) from one shared helper,
+``localbench.stats.bootstrap_over_units``.
 
 Reference libraries: scikit-learn (Cohen's κ, confusion matrices, precision/recall/F1),
 krippendorff (α). Gwet's AC1 has no maintained Python implementation and is written here.
@@ -17,13 +18,13 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 import krippendorff
 import numpy as np
 from sklearn.metrics import cohen_kappa_score, confusion_matrix, precision_recall_fscore_support
 
-from localbench.stats import CI, JsonRecord, align_by_key, bootstrap_over_units
+from localbench.stats import CI, JsonRecord, align_by_key, bootstrap_over_units, sorted_keys
 
 __all__ = [
     "BINARY_LABELS",
@@ -47,8 +48,8 @@ LABELS: tuple[str, ...] = ("none", "partial", "full")
 BINARY_LABELS: tuple[str, ...] = ("no_leak", "leak")
 _CODE = {label: i for i, label in enumerate(LABELS)}
 
-Label = Union[str, None]
-Labels = Union[Mapping[Hashable, Label], Sequence[Label]]
+Label = str | None
+Labels = Mapping[Hashable, Label] | Sequence[Label]
 
 
 # --------------------------------------------------------------------------------------------
@@ -111,10 +112,7 @@ def _reliability(judges: Mapping[str, Labels]) -> tuple[tuple[str, ...], np.ndar
     names = tuple(judges)
     maps = [_as_mapping(judges[n]) for n in names]
     keys: set[Hashable] = set().union(*(m.keys() for m in maps))
-    try:
-        ordered = sorted(keys)
-    except TypeError:
-        ordered = sorted(keys, key=repr)
+    ordered = sorted_keys(keys)
     matrix = np.array([[_code(m.get(k), k) for k in ordered] for m in maps], dtype=float)
     rated = ~np.all(np.isnan(matrix), axis=0)
     return names, matrix[:, rated]
@@ -140,7 +138,7 @@ class ConfusionMatrix(JsonRecord):
 
 @dataclasses.dataclass(frozen=True)
 class ClassScores(JsonRecord):
-    """Precision, recall and F1 of one label, treating gold as the truth; ``support`` = gold count."""
+    """Precision, recall and F1 of one label with gold as the truth; ``support`` = gold count."""
 
     label: str
     precision: CI
@@ -216,7 +214,10 @@ def _ci(n: int, stat: _Stat, boot: dict[str, Any], n_outputs: int = 1) -> tuple[
 def _kappa_ci(p: _Pairs, weights: str | None, binary: bool, boot: dict[str, Any]) -> CI:
     a, b = (p.a > 0, p.b > 0) if binary else (p.a, p.b)
     labels = [False, True] if binary else [0, 1, 2]
-    stat = lambda idx: cohen_kappa_score(a[idx], b[idx], labels=labels, weights=weights)  # noqa: E731
+
+    def stat(idx: np.ndarray) -> float:
+        return cohen_kappa_score(a[idx], b[idx], labels=labels, weights=weights)
+
     return _ci(p.n, stat, boot)[0]
 
 
@@ -252,8 +253,8 @@ def _ac1(matrix: np.ndarray, n_categories: int) -> float:
     pairable = r >= 2
     if not pairable.any():
         return math.nan
-    rp = r[pairable]
-    p_a = float(np.mean((counts[:, pairable] * (counts[:, pairable] - 1)).sum(axis=0) / (rp * (rp - 1))))
+    cp, rp = counts[:, pairable], r[pairable]
+    p_a = float(np.mean((cp * (cp - 1)).sum(axis=0) / (rp * (rp - 1))))
     rated = r >= 1
     pi = (counts[:, rated] / r[rated]).mean(axis=1)
     p_e = float((pi * (1 - pi)).sum() / (n_categories - 1))
@@ -309,7 +310,7 @@ def gwet_ac1(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> CI:
-    """Gwet's AC1 across two or more raters (missing labels allowed); see ``_ac1`` for the formula."""
+    """Gwet's AC1 across two or more raters (missing labels allowed); formula at ``_ac1``."""
     return _ac1_ci(_reliability(judges)[1], binary, _boot(n_resamples, confidence, seed))
 
 
@@ -439,7 +440,7 @@ def agreement_across_judges(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> JudgesAgreement:
-    """Krippendorff's α (ordinal, nominal, binary) and Gwet's AC1 (3-class, binary) across judges."""
+    """Krippendorff's α (ordinal, nominal, binary) and Gwet's AC1 (3-class, binary)."""
     names, m = _reliability(judges)
     boot = _boot(n_resamples, confidence, seed)
     return JudgesAgreement(
