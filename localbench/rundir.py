@@ -72,6 +72,14 @@ class RunDir:
         tmp.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
         tmp.replace(self.spec_file)
 
+    def update_provenance(self, section: str, data: Any) -> None:
+        """Add or replace one top-level section of spec.yaml (e.g. the judge stage's provenance)."""
+        doc = self.read_spec()
+        doc[section] = data
+        tmp = self.spec_file.with_suffix(".yaml.tmp")
+        tmp.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+        tmp.replace(self.spec_file)
+
     def read_spec(self) -> dict[str, Any]:
         if not self.spec_file.exists():
             raise FileNotFoundError(f"{self.spec_file}: not a run directory (no spec.yaml)")

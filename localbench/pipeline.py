@@ -1,0 +1,122 @@
+"""The stages of a run: simulate → judge → score → report. Each is resumable on its own.
+
+Phases: all simulation runs with the agent model first, then its engine is closed and every judge
+call goes to the judge model in one batched pass, so agent and judge may be different models on
+one GPU. Each stage reads what the previous one wrote in the run directory and skips what is done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from localbench.benchmarks.asb.scenario import Scenario
+from localbench.errors import UserError
+from localbench.rundir import RunDir
+from localbench.spec import RunSpec
+
+
+def log(msg: str) -> None:
+    print(f"[localbench] {msg}", file=sys.stderr, flush=True)
+
+
+def spec_of(run_dir: str | Path) -> RunSpec:
+    """The RunSpec recorded in a run directory's spec.yaml."""
+    rd = RunDir(run_dir)
+    try:
+        doc = rd.read_spec()
+    except FileNotFoundError as e:
+        raise UserError(str(e)) from e
+    spec = RunSpec.model_validate(doc["spec"])
+    return spec.model_copy(update={"out": str(Path(run_dir).parent), "run_id": Path(run_dir).name})
+
+
+def scenarios_for(spec: RunSpec) -> dict[str, Scenario]:
+    from localbench.benchmarks.asb.loaders import load_scenarios
+
+    res = load_scenarios(spec.scenarios, spec.categories, spec.limit)
+    return {s.id: s for s in res.scenarios}
+
+
+def read_transcripts(rd: RunDir) -> list[dict[str, Any]]:
+    return list(rd.transcripts().read())
+
+
+# -- stages -----------------------------------------------------------------------------------
+
+def simulate_stage(spec: RunSpec) -> Path:
+    from localbench.benchmarks.asb.simulate import run_simulations
+
+    return run_simulations(spec)
+
+
+async def _judge(spec: RunSpec, rd: RunDir) -> None:
+    from localbench.benchmarks.asb.evaluate import judge_run
+    from localbench.judging.templates import judges_dir
+    from localbench.rundir import file_hashes
+    from localbench.serving.session import open_client
+
+    transcripts = read_transcripts(rd)
+    if not transcripts:
+        raise UserError(f"{rd.path}: no transcripts to judge (run `localbench simulate` first)")
+    scenarios = scenarios_for(spec)
+    client = open_client(spec, "judge", rd.path)
+    try:
+        rd.update_provenance("judge", {
+            "model": spec.models.for_role("judge"), "identity": client.backend.identity.__dict__,
+            "engine": client.backend.describe(),
+            "rubrics": file_hashes(sorted((judges_dir() / "asb").glob("*.j2")), judges_dir()),
+            "max_tokens": spec.judge_max_tokens, "temperature": 0.0,
+        })
+        log(f"judging {len(transcripts)} simulations with {spec.models.for_role('judge')}")
+        summary = await judge_run(spec, transcripts, scenarios, client, rd.judgments())
+        log(f"judging done: {summary.done} calls made, {summary.skipped} already done, {summary.failed} failed")
+    finally:
+        await client.aclose()
+
+
+def judge_stage(spec: RunSpec) -> None:
+    asyncio.run(_judge(spec, RunDir(spec.run_dir)))
+
+
+def score_stage(spec: RunSpec):
+    from localbench.benchmarks.asb.scoring import aggregate, scenario_scores, write_scores
+
+    rd = RunDir(spec.run_dir)
+    transcripts = read_transcripts(rd)
+    judgments = list(rd.judgments().read())
+    judge = spec.models.for_role("judge")
+    records = scenario_scores(transcripts, judgments, scenarios_for(spec), judge)
+    scores = aggregate(records, spec.resolved_run_id, judge, seed=spec.seed)
+    failures: dict[str, int] = {}
+    for j in judgments:
+        if j.get("failure"):
+            failures[j["judge"]] = failures.get(j["judge"], 0) + 1
+    scores.failures = failures
+    n_sim_fail = sum(1 for t in transcripts if t.get("error"))
+    if n_sim_fail:
+        scores.notes.append(f"{n_sim_fail} simulations ended with an error; their metrics count as failed")
+    n_ctx = sum(1 for t in transcripts if t.get("termination") == "context_exhausted")
+    if n_ctx:
+        scores.notes.append(f"{n_ctx} simulations ended early: context_exhausted")
+    write_scores(rd.path, records, scores)
+    log(f"scores: {len(scores.rows)} rows → {rd.path / 'scores.json'}")
+    return scores
+
+
+def report_stage(spec: RunSpec) -> Path:
+    from localbench.report import render_report
+
+    path = render_report(spec.run_dir)
+    log(f"report: {path}")
+    return path
+
+
+def run_all(spec: RunSpec) -> Path:
+    """simulate → judge → score → report; returns the report path."""
+    simulate_stage(spec)
+    judge_stage(spec)
+    score_stage(spec)
+    return report_stage(spec)
