@@ -1,0 +1,154 @@
+"""`localbench slurm ...`: run a spec as a Slurm job array and follow it (see docs/hpc.md)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+import urllib.request
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+slurm_app = typer.Typer(help="Run a spec as a Slurm job array: submit, status, cancel, resubmit, merge, prefetch.",
+                        no_args_is_help=True)
+
+
+@slurm_app.command("submit")
+def submit_cmd(
+    spec_file: Path = typer.Argument(..., help="run spec YAML; its `slurm:` section holds the sbatch options"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print the scripts and sbatch commands; submit nothing"),
+    num_shards: Optional[int] = typer.Option(None, "--num-shards", min=1, help="override slurm.num_shards"),
+    workdir: Optional[Path] = typer.Option(None, "--workdir", help="where tasks run (default: here)"),
+) -> None:
+    """Submit a job array over the spec's shards and a dependent job that merges and scores them."""
+    from localbench.slurm.plan import make_plan
+    from localbench.slurm.render import render_array, render_merge
+    from localbench.slurm.submit import available_commands, submit
+    from localbench.spec import load_spec
+
+    spec = load_spec(spec_file)
+    plan = make_plan(spec, str(spec_file), workdir=workdir, num_shards=num_shards)
+    if dry_run:
+        lay = plan.layout
+        for job in (render_array(plan), render_merge(plan, available_commands())):
+            typer.echo(f"# ---- {lay.script(job.name, 1)}")
+            typer.echo(job.script)
+        typer.echo(f"# sbatch --parsable {lay.script('array', 1)}")
+        typer.echo(f"# sbatch --parsable --dependency=afterok:<array job id> {lay.script('merge', 1)}")
+        typer.echo(f"# (dry run: nothing written; the shard specs would go to {lay.shard_spec(0).parent})")
+        return
+    sub = submit(plan)
+    typer.echo(f"submitted run {plan.layout.run}")
+    typer.echo(f"  array job {sub.array_job}: {plan.num_shards} shard(s), logs in {plan.log_dir}")
+    typer.echo(f"  merge job {sub.merge_job} (after the array succeeds)")
+    typer.echo(f"follow it: localbench slurm status {plan.layout.run}")
+
+
+@slurm_app.command("status")
+def status_cmd(
+    run_dir: Path = typer.Argument(..., help="the run directory (printed by submit)"),
+    as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
+) -> None:
+    """Each shard's job state, exit code and record counts; for a failed shard, why."""
+    from localbench.slurm.status import run_status
+
+    st = run_status(run_dir)
+    if as_json:
+        d = st.model_dump()
+        for s, shard in zip(d["shards"], st.shards):
+            s["failed"], s["active"] = shard.failed, shard.active
+        typer.echo(json.dumps(d, indent=2))
+    else:
+        typer.echo(st.text())
+
+
+@slurm_app.command("cancel")
+def cancel_cmd(run_dir: Path = typer.Argument(..., help="the run directory")) -> None:
+    """Cancel every job of the run (shards and merge). Finished records stay; resubmit resumes."""
+    from localbench.slurm.status import cancel_run
+
+    ids = cancel_run(run_dir)
+    typer.echo(f"cancelled jobs {', '.join(ids)}" if ids else "no jobs recorded for this run")
+
+
+@slurm_app.command("resubmit")
+def resubmit_cmd(
+    run_dir: Path = typer.Argument(..., help="the run directory"),
+    failed: bool = typer.Option(True, "--failed/--all",
+                                help="only shards that failed or were cancelled (default), or every shard not running"),
+) -> None:
+    """Submit failed shards again (they resume from their files) with a new merge job."""
+    from localbench.slurm.submit import resubmit
+
+    sub = resubmit(run_dir, only_failed=failed)
+    if sub is None:
+        typer.echo("nothing to resubmit: no shard failed")
+        return
+    typer.echo(f"resubmitted shard(s) {sub.shards}: array job {sub.array_job}, merge job {sub.merge_job}")
+
+
+@slurm_app.command("merge")
+def merge_cmd(
+    run_dir: Path = typer.Argument(..., help="the run directory"),
+    allow_partial: bool = typer.Option(False, "--allow-partial", help="merge even if some shards never started"),
+) -> None:
+    """Merge RUN/shards/* into RUN (what the dependent job runs); safe to repeat."""
+    from localbench.slurm.merge import merge_run
+
+    rep = merge_run(run_dir, allow_partial=allow_partial)
+    typer.echo(rep.summary())
+
+
+@slurm_app.command("prefetch")
+def prefetch_cmd(spec_file: Path = typer.Argument(..., help="run spec YAML")) -> None:
+    """Download or build every model the spec uses, where the (offline) tasks will look for it."""
+    from localbench.slurm.prefetch import cache_env, prefetch
+    from localbench.spec import load_spec
+
+    spec = load_spec(spec_file)
+    for k, v in cache_env(spec).items():
+        typer.echo(f"{k}={v}")
+    for f in prefetch(spec):
+        typer.echo(f"{f.role}: {f.preset} -> {f.location}")
+
+
+@slurm_app.command("free-port", hidden=True)
+def free_port_cmd() -> None:
+    """Print a TCP port free on this host (for a task's model server)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        typer.echo(str(s.getsockname()[1]))
+
+
+@slurm_app.command("wait-url", hidden=True)
+def wait_url_cmd(
+    url: str = typer.Argument(...),
+    pid: Optional[int] = typer.Option(None, "--pid", help="give up if this process exits"),
+    timeout: float = typer.Option(900.0, "--timeout"),
+) -> None:
+    """Wait until URL answers 200 (a task's model server is up); exit 1 on timeout or if PID dies."""
+    import os
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        if pid is not None:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                typer.echo(f"error: the server (pid {pid}) exited before {url} answered", err=True)
+                raise typer.Exit(1)
+        time.sleep(1.0)
+    typer.echo(f"error: {url} did not answer within {timeout:.0f} s", err=True)
+    raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(slurm_app, name="slurm")

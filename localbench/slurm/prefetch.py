@@ -1,0 +1,64 @@
+"""Fetch every model a spec needs before submitting, since compute nodes run offline.
+
+Weights land where the tasks will look: the HF_HOME / LOCALBENCH_CACHE that the spec's `slurm:`
+options give the tasks (e.g. on scratch), so run this on a login node that sees the same
+filesystem. Environment variables in those paths are expanded here, with this shell's values.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from localbench.serving.presets import load_preset
+from localbench.slurm.options import parse_options
+from localbench.spec import RunSpec
+
+# Files an engine loads from a hub repository; other formats (.bin, .pth, GGUF) are skipped.
+HUB_PATTERNS = ["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja", "*.tiktoken", "tokenizer*"]
+
+
+@dataclass
+class Fetched:
+    role: str
+    preset: str
+    location: str
+
+
+def cache_env(spec: RunSpec) -> dict[str, str]:
+    """The cache variables the tasks will have, expanded with this process's environment."""
+    o = parse_options(spec.slurm)
+    scratch = o.scratch.rstrip("/") if o.scratch else None
+    out = {}
+    for name, value, sub in (("HF_HOME", o.hf_home, "hf"), ("LOCALBENCH_CACHE", o.localbench_cache, "localbench")):
+        v = value or (f"{scratch}/{sub}" if scratch else None)
+        if v:
+            out[name] = os.path.expanduser(os.path.expandvars(v))
+    return out
+
+
+def prefetch(spec: RunSpec) -> list[Fetched]:
+    """Materialize (build, convert or download) each distinct model preset of the spec."""
+    env = cache_env(spec)
+    os.environ.update(env)  # localbench's cache reads LOCALBENCH_CACHE on every call
+    done: dict[str, str] = {}
+    out = []
+    for role in ("agent", "user_sim", "judge"):
+        name = spec.models.for_role(role)
+        if name not in done:
+            preset = load_preset(name)
+            if preset.source.kind == "hf-hub":
+                from huggingface_hub import snapshot_download
+
+                hf_home = env.get("HF_HOME") or os.environ.get("HF_HOME")
+                done[name] = snapshot_download(
+                    preset.source.repo, revision=preset.source.revision, allow_patterns=HUB_PATTERNS,
+                    cache_dir=str(Path(hf_home) / "hub") if hf_home else None,
+                )
+            else:
+                from localbench.serving.weights import materialize
+
+                done[name] = materialize(preset)
+        out.append(Fetched(role, name, done[name]))
+    return out

@@ -1,0 +1,195 @@
+"""Render a RunPlan into sbatch scripts from the jinja2 templates in slurm/templates/.
+
+The template environment's finalize hook refuses any value that was not made safe by
+localbench.slurm.shell, so every interpolated value is either shell-quoted or a checked #SBATCH
+value; a template that forgets to quote fails to render.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from localbench.paths import REPO_ROOT
+from localbench.slurm.options import JobResources, SlurmOptions
+from localbench.slurm.plan import RunPlan
+from localbench.slurm.shell import Shell, finalize, quote, quote_with_vars, sbatch_value, shell_line
+
+_RESOURCE_FLAGS = [("partition", "--partition"), ("account", "--account"), ("qos", "--qos"),
+                   ("time", "--time"), ("cpus_per_task", "--cpus-per-task"), ("mem", "--mem"),
+                   ("gres", "--gres"), ("constraint", "--constraint")]
+_PLACEHOLDER = re.compile(r"\{(run|spec|num_shards)\}")
+
+
+def templates_dir() -> Path:
+    """slurm/templates at the top of the repo, or LOCALBENCH_SLURM_TEMPLATES."""
+    return Path(os.environ.get("LOCALBENCH_SLURM_TEMPLATES") or REPO_ROOT / "slurm" / "templates")
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        undefined=jinja2.StrictUndefined,
+        finalize=finalize,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        comment_start_string="{%#",  # bash's ${#array[@]} would open a default {# comment
+        comment_end_string="#%}",
+    )
+
+
+@dataclass
+class RenderedJob:
+    """One rendered script."""
+
+    name: str  # "array" or "merge"
+    script: str
+
+
+def resource_lines(r: JobResources) -> list[Shell]:
+    out = []
+    for fieldname, flag in _RESOURCE_FLAGS:
+        v = getattr(r, fieldname)
+        if v is not None:
+            out.append(sbatch_value(f"{flag}={v}", fieldname))
+    return out
+
+
+def _setup_lines(o: SlurmOptions) -> list[Shell]:
+    lines = [Shell(f"module load {quote(m)}") for m in o.modules]
+    if o.conda_env:
+        lines.append(Shell('eval "$(conda shell.bash hook)"'))
+        lines.append(Shell(f"conda activate {quote_with_vars(o.conda_env)}"))
+    if o.venv:
+        lines.append(Shell(f"source {quote_with_vars(o.venv.rstrip('/') + '/bin/activate')}"))
+    lines += [shell_line(s, f"setup[{i}]") for i, s in enumerate(o.setup)]
+    return lines
+
+
+def _exports(o: SlurmOptions) -> list[tuple[Shell, Shell]]:
+    """Environment of every task: offline hub, caches on scratch, threads = CPUs."""
+    env: list[tuple[str, Shell]] = []
+    if o.offline:
+        env += [(k, quote("1")) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")]
+    scratch = o.scratch.rstrip("/") if o.scratch else None
+    for name, value, sub in (("HF_HOME", o.hf_home, "hf"), ("VLLM_CACHE_ROOT", o.vllm_cache, "vllm"),
+                             ("LOCALBENCH_CACHE", o.localbench_cache, "localbench")):
+        v = value or (f"{scratch}/{sub}" if scratch else None)
+        if v:
+            env.append((name, quote_with_vars(v)))
+    if o.cpus_per_task:
+        env.append(("OMP_NUM_THREADS", quote(o.cpus_per_task)))
+    env.append(("PYTHONUNBUFFERED", quote("1")))  # logs appear as they are written
+    env += [(k, quote_with_vars(v)) for k, v in o.env.items()]
+    return [(Shell(k), v) for k, v in env]
+
+
+def _signal(o: SlurmOptions) -> dict[str, Any]:
+    name = o.signal.split(":", 1)[1].split("@", 1)[0] if o.signal else None
+    return {"signal": bool(o.signal), "signal_name": Shell(name) if name else Shell("")}
+
+
+def _common(plan: RunPlan) -> dict[str, Any]:
+    o = plan.options
+    return {
+        "setup": _setup_lines(o),
+        "exports": _exports(o),
+        "workdir": quote(plan.workdir),
+        "run": quote(plan.layout.run),
+        "requeue": o.requeue,
+        **_signal(o),
+    }
+
+
+def _policy_lines(plan: RunPlan, output: str) -> list[Shell]:
+    o = plan.options
+    lines = [sbatch_value(f"--output={plan.log_dir}/{output}", "log_dir"),
+             Shell("--open-mode=append")]  # a requeued task adds to its log
+    lines.append(Shell("--requeue" if o.requeue else "--no-requeue"))
+    if o.signal:
+        lines.append(sbatch_value(f"--signal={o.signal}", "signal"))
+    return lines
+
+
+def serve_line(command: str, model: str) -> Shell:
+    """The serve command for one model, as one quoted word for `bash -c` (port from $LB_PORT)."""
+    code = command.replace("{model}", quote(model)).replace("{port}", '"$LB_PORT"')
+    return quote(code)
+
+
+def render_array(plan: RunPlan, shards: list[int] | None = None) -> RenderedJob:
+    """The shard array script, over all shards or only ``shards`` (a resubmission)."""
+    o = plan.options
+    shards = list(range(plan.num_shards)) if shards is None else sorted(shards)
+    if shards == list(range(plan.num_shards)):
+        spec = f"0-{plan.num_shards - 1}"
+    else:
+        spec = ",".join(str(s) for s in shards)
+    if o.array_concurrency:
+        spec += f"%{o.array_concurrency}"
+    sbatch = [sbatch_value(f"--job-name={plan.job_name}", "job_name"), Shell(f"--array={spec}")]
+    sbatch += _policy_lines(plan, "%x-%A_%a.out")
+    sbatch += resource_lines(o)
+    sbatch += [sbatch_value(x, f"extra_sbatch[{i}]") for i, x in enumerate(o.extra_sbatch)]
+    layout = plan.layout
+    ctx = {
+        **_common(plan),
+        "sbatch": sbatch,
+        "num_shards": plan.num_shards,
+        "specs_dir": quote(layout.shard_spec(0).parent),
+        "shards_dir": quote(layout.shards),
+        "state_dir": quote(layout.state),
+        "gpus": o.gpus,
+        "agent_gpus": o.agent_gpus,
+        "judge_gpus": o.judge_gpus or 0,
+        "serve": o.serve,
+        "serve_timeout": o.serve_timeout,
+        "agent_serve": serve_line(o.serve_command, plan.roles["agent"]),
+        "judge_serve": serve_line(o.serve_command, plan.roles["judge"]),
+        "judge_per_shard": o.judge_per_shard,
+    }
+    return RenderedJob("array", _env().get_template("array.sbatch.j2").render(**ctx))
+
+
+def _command_name(cmd: str) -> str | None:
+    """'localbench judge {run}' -> 'judge'; None for anything that is not a localbench command."""
+    words = cmd.split()
+    return words[1] if len(words) > 1 and words[0] == "localbench" else None
+
+
+def render_merge(plan: RunPlan, available: set[str] | None = None) -> RenderedJob:
+    """The dependent job: merge the shards, then the post-merge commands.
+
+    ``available``: localbench sub-commands that exist; default post-merge commands naming any other
+    are left out (so the job runs whichever stages this installation has). Commands set in the
+    spec are always kept.
+    """
+    o = plan.options
+    cmds = o.after_merge_commands()
+    if o.after_merge is None and available is not None:
+        cmds = [c for c in cmds if _command_name(c) in available]
+    values = {"run": quote(plan.layout.run), "spec": quote(plan.layout.spec_file),
+              "num_shards": quote(plan.num_shards)}
+    after = []
+    for i, c in enumerate(cmds):
+        code = _PLACEHOLDER.sub(lambda m: values[m.group(1)], shell_line(c, f"after_merge[{i}]"))
+        after.append({"name": quote(_command_name(c) or f"after-merge-{i + 1}"), "code": quote(code)})
+    res = o.merge_resources()
+    sbatch = [sbatch_value(f"--job-name={plan.job_name}-merge", "job_name"),
+              Shell("--kill-on-invalid-dep=yes")]  # a failed shard cancels this job, not leaves it pending
+    sbatch += _policy_lines(plan, "%x-%j.out")
+    sbatch += resource_lines(res)
+    sbatch += [sbatch_value(x, f"extra_sbatch[{i}]") for i, x in enumerate(o.extra_sbatch)]
+    ctx = {**_common(plan), "sbatch": sbatch, "after_merge": after}
+    return RenderedJob("merge", _env().get_template("merge.sbatch.j2").render(**ctx))
+
+
+def render_all(plan: RunPlan, available: set[str] | None = None) -> list[RenderedJob]:
+    return [render_array(plan), render_merge(plan, available)]

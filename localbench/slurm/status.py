@@ -1,0 +1,277 @@
+"""Where each shard of a Slurm run stands, and why a failed one failed.
+
+Sources, best first: `sacct` (needs slurmdbd; remembers every job), `scontrol show job` (works
+without accounting, for MinJobAge after a job ends), then the state file each task writes as it
+exits and the shard's own record files, which outlive the scheduler's memory.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from localbench.errors import UserError
+from localbench.slurm.layout import RunLayout, SubmissionRecord
+
+ACTIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED",
+          "REQUEUE_HOLD", "REQUEUE_FED", "SIGNALING", "STAGE_OUT", "STOPPED", "RESV_DEL_HOLD"}
+FAILED = {"FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
+          "DEADLINE", "SPECIAL_EXIT"}
+
+
+class SlurmError(UserError, RuntimeError):
+    """A Slurm command that is missing or failed; the message has its stderr."""
+
+
+class JobInfo(BaseModel):
+    """One job or array task as the scheduler reports it."""
+
+    job_id: str  # "123" or "123_4"
+    state: str
+    exit_code: str | None = None  # "3:0" = exit status 3, no signal
+    reason: str | None = None
+    restarts: int | None = None
+    source: str  # sacct | scontrol | state-file
+
+
+class ShardStatus(BaseModel):
+    shard: int
+    job_id: str | None = None
+    state: str = "UNKNOWN"
+    exit_code: str | None = None
+    reason: str | None = None
+    restarts: int | None = None
+    source: str | None = None
+    transcripts: int = 0
+    judgments: int = 0
+    log: str | None = None
+    why: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.state in FAILED
+
+    @property
+    def active(self) -> bool:
+        return self.state in ACTIVE
+
+
+class RunStatus(BaseModel):
+    run_dir: str
+    num_shards: int
+    shards: list[ShardStatus]
+    merge: JobInfo | None = None
+    merge_job: str | None = None
+    merge_why: str | None = None
+    accounting: bool = False
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for s in self.shards:
+            out[s.state] = out.get(s.state, 0) + 1
+        return out
+
+    def text(self) -> str:
+        lines = [f"run {self.run_dir}: {self.num_shards} shard(s): "
+                 + ", ".join(f"{n} {s}" for s, n in sorted(self.counts().items()))]
+        for s in self.shards:
+            bits = [f"shard {s.shard}", f"job {s.job_id or '-'}", s.state]
+            if s.exit_code and s.exit_code != "0:0":
+                bits.append(f"exit {s.exit_code}")
+            if s.reason and s.reason not in ("None", "(null)"):
+                bits.append(s.reason)
+            if s.restarts:
+                bits.append(f"restarts {s.restarts}")
+            bits.append(f"{s.transcripts} transcripts" + (f", {s.judgments} judgments" if s.judgments else ""))
+            lines.append("  " + " | ".join(bits))
+            if s.why:
+                lines.append(f"    why: {s.why}")
+            if s.log and (s.failed or s.state == "UNKNOWN"):
+                lines.append(f"    log: {s.log}")
+        if self.merge_job:
+            m = self.merge
+            lines.append(f"  merge | job {self.merge_job} | {m.state if m else 'UNKNOWN'}"
+                         + (f" | {m.reason}" if m and m.reason and m.reason not in ("None", "(null)") else ""))
+            if self.merge_why:
+                lines.append(f"    why: {self.merge_why}")
+        return "\n".join(lines)
+
+
+def _run(cmd: list[str]) -> subprocess.CompletedProcess[str] | None:
+    if shutil.which(cmd[0]) is None:
+        return None
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+
+
+def expand_indices(spec: str) -> list[int]:
+    """'0-3,7%2' -> [0, 1, 2, 3, 7] (Slurm's compressed array index list)."""
+    spec = spec.strip("[]").split("%", 1)[0]
+    out: list[int] = []
+    for part in filter(None, spec.split(",")):
+        if "-" in part:
+            a, b = part.split("-", 1)
+            out.extend(range(int(a), int(b) + 1))
+        else:
+            out.append(int(part))
+    return out
+
+
+def _norm_state(s: str) -> str:
+    return s.split()[0].rstrip("+") if s else "UNKNOWN"  # "CANCELLED by 0" -> CANCELLED
+
+
+def query_sacct(job_ids: list[str]) -> dict[str, JobInfo] | None:
+    """Jobs by id from sacct, or None when accounting is off (sacct exits non-zero)."""
+    r = _run(["sacct", "-X", "-P", "-n", "-j", ",".join(job_ids), "-o", "JobID,State,ExitCode,Reason"])
+    if r is None or r.returncode != 0:
+        return None
+    out: dict[str, JobInfo] = {}
+    for line in r.stdout.splitlines():
+        parts = line.split("|")
+        if len(parts) < 4:
+            continue
+        jid, state, code, reason = parts[:4]
+        m = re.match(r"^(\d+)_\[(.+)\]$", jid)  # pending array tasks, compressed
+        ids = [f"{m.group(1)}_{i}" for i in expand_indices(m.group(2))] if m else [jid]
+        for j in ids:
+            out[j] = JobInfo(job_id=j, state=_norm_state(state), exit_code=code, reason=reason, source="sacct")
+    return out
+
+
+def _field(line: str, name: str) -> str | None:
+    m = re.search(rf"(?:^| ){name}=(\S*)", line)
+    return m.group(1) if m else None
+
+
+def query_scontrol(job_ids: list[str]) -> dict[str, JobInfo]:
+    """Jobs by id from `scontrol show job` (what the controller still remembers)."""
+    out: dict[str, JobInfo] = {}
+    for jid in job_ids:
+        r = _run(["scontrol", "show", "job", "-o", jid])
+        if r is None:
+            raise SlurmError("scontrol not found: run this on a Slurm login node")
+        if r.returncode != 0:
+            continue  # "Invalid job id": forgotten after MinJobAge
+        for line in r.stdout.splitlines():
+            if not line.strip():
+                continue
+            info = dict(state=_norm_state(_field(line, "JobState") or ""), exit_code=_field(line, "ExitCode"),
+                        reason=_field(line, "Reason"), restarts=int(_field(line, "Restarts") or 0),
+                        source="scontrol")
+            array_job, task = _field(line, "ArrayJobId"), _field(line, "ArrayTaskId")
+            if array_job and task:
+                for i in expand_indices(task):
+                    out[f"{array_job}_{i}"] = JobInfo(job_id=f"{array_job}_{i}", **info)
+            else:
+                j = _field(line, "JobId") or jid
+                out[j] = JobInfo(job_id=j, **info)
+    return out
+
+
+def _count_lines(path: Path) -> int:
+    if not path.exists():
+        return 0
+    with open(path, "rb") as f:
+        return sum(1 for line in f if line.strip())
+
+
+def last_error_line(log: Path, max_bytes: int = 65536) -> str | None:
+    """The most telling line at the end of a job log: an error message, else the last line."""
+    if not log.exists():
+        return None
+    with open(log, "rb") as f:
+        f.seek(max(0, log.stat().st_size - max_bytes))
+        lines = [x.strip() for x in f.read().decode("utf-8", "replace").splitlines() if x.strip()]
+    if not lines:
+        return None
+    for pattern in (r"^error:|Error:|Exception:|CANCELLED|DUE TO|Killed|OOM", r"failed|Traceback"):
+        for line in reversed(lines):
+            if re.search(pattern, line):
+                return line[:400]
+    return lines[-1][:400]
+
+
+def _state_file(layout: RunLayout, shard: int) -> JobInfo | None:
+    f = layout.state_file(shard)
+    if not f.exists():
+        return None
+    try:
+        d = json.loads(f.read_text())
+    except ValueError:
+        return None
+    code = int(d.get("exit_code", 1))
+    state = "COMPLETED" if code == 0 else ("CANCELLED" if d.get("signal") else "FAILED")
+    return JobInfo(job_id=f"{d.get('array_job_id') or d.get('job_id')}_{shard}", state=state,
+                   exit_code=f"{code}:0", reason=f"signal {d['signal']}" if d.get("signal") else None,
+                   restarts=d.get("restarts"), source="state-file")
+
+
+def log_path(rec: SubmissionRecord, array_job: str, shard: int) -> Path:
+    return Path(rec.log_dir) / f"{rec.job_name}-{array_job}_{shard}.out"
+
+
+def run_status(run_dir: str | Path) -> RunStatus:
+    """Status of every shard of the latest submissions, and of the merge job."""
+    layout = RunLayout(run_dir)
+    rec = layout.read_record()
+    ids = sorted({s.array_job for s in rec.submissions} | {s.merge_job for s in rec.submissions if s.merge_job})
+    jobs = query_sacct(ids)
+    accounting = jobs is not None
+    if jobs is None:
+        jobs = query_scontrol(ids)
+    shards = []
+    for i in range(rec.num_shards):
+        array_job = rec.array_job_of(i)
+        st = ShardStatus(shard=i, transcripts=_count_lines(layout.shard_dir(i) / "transcripts.jsonl"),
+                         judgments=_count_lines(layout.shard_dir(i) / "judgments.jsonl"))
+        if array_job:
+            st.job_id = f"{array_job}_{i}"
+            info = jobs.get(st.job_id)
+            sf = _state_file(layout, i)
+            if info is None and sf is not None and sf.job_id == st.job_id:
+                info = sf
+            if info is not None:
+                st.state, st.exit_code, st.reason = info.state, info.exit_code, info.reason
+                st.restarts, st.source = info.restarts, info.source
+            log = log_path(rec, array_job, i)
+            st.log = str(log)
+            if st.failed:
+                line = last_error_line(log)
+                st.why = f"{st.state}" + (f" (exit {st.exit_code})" if st.exit_code else "") + (
+                    f", {st.reason}" if st.reason and st.reason not in ("None", "(null)") else "") + (
+                    f"; log: {line}" if line else f"; no log at {log}")
+        shards.append(st)
+    status = RunStatus(run_dir=str(layout.run), num_shards=rec.num_shards, shards=shards, accounting=accounting)
+    latest = rec.latest
+    if latest and latest.merge_job:
+        status.merge_job = latest.merge_job
+        status.merge = jobs.get(latest.merge_job)
+        if status.merge and status.merge.state in FAILED:
+            bad = [s.shard for s in shards if s.failed]
+            if status.merge.reason and "Dependency" in status.merge.reason and bad:
+                status.merge_why = (f"never ran: shard(s) {bad} did not succeed; fix and run "
+                                    f"`localbench slurm resubmit {layout.run} --failed`")
+            else:
+                line = last_error_line(Path(rec.log_dir) / f"{rec.job_name}-merge-{latest.merge_job}.out")
+                status.merge_why = f"{status.merge.state}" + (f"; log: {line}" if line else "")
+    return status
+
+
+def cancel_run(run_dir: str | Path) -> list[str]:
+    """scancel every job of the run that may still be queued or running; returns their ids."""
+    layout = RunLayout(run_dir)
+    rec = layout.read_record()
+    ids = sorted({s.array_job for s in rec.submissions} | {s.merge_job for s in rec.submissions if s.merge_job})
+    if not ids:
+        return []
+    r = _run(["scancel", *ids])
+    if r is None:
+        raise SlurmError("scancel not found: run this on a Slurm login node")
+    if r.returncode != 0 and "Invalid job id" not in r.stderr:
+        raise SlurmError(f"scancel {' '.join(ids)}: {r.stderr.strip()}")
+    return ids
