@@ -1,34 +1,31 @@
 """A realistic fake ASB run directory for report, notebook and metrics-consumer tests.
 
 `make_run_dir(path)` writes spec.yaml (through RunDir, so versions are real), scenario_scores.jsonl
-(one line per simulation) and scores.json aggregated from those lines with the real bootstrap and
-paired tests of localbench.stats. The data has the paper's shape: leakage falls from L0 to L2
-while the full/partial split shifts toward partial (the abstraction paradox); some judge calls
-fail (n_failed > 0, None values); one model has no MC data at the last level (mean None).
+(one line per simulation, synthetic values) and scores.json aggregated from those lines by the
+real score stage (localbench.benchmarks.asb.scoring: bootstrap CIs, paired tests). The data has
+the paper's shape: leakage falls from L0 to L2 while the full/partial split shifts toward partial
+(the abstraction paradox); some judge calls fail (n_failed > 0, None values); IAS is sometimes
+undefined (no message touched private data); one model has no MC data at the last level.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 import random
-from collections import defaultdict
 from pathlib import Path
 
+from localbench.benchmarks.asb.metrics import HEADLINE
 from localbench.rundir import RunDir
-from localbench.scores import PairedComparison, ScoreRow, Scores
-from localbench.stats import bootstrap_ci, paired_bootstrap_test
+from localbench.scores import Scores
 
 MODELS = ("qwen3-8b", "llama-3.1-8b", "smollm2-135m")
 LEVELS = ("L0", "L1", "L2")
 CATEGORIES = ("CD", "MC", "CU", "GC", "HS", "CM", "AM")
-HEADLINE = {"CD": "CDLR", "MC": "MLR", "CU": "CULR", "GC": "MPLR", "HS": "HALR", "CM": "CSLR", "AM": "ACS"}
 DOMAIN_PAIRS = ("health→social", "finance→schedule", "social→professional", "health→lifestyle",
                 "professional→finance", "schedule→health")
-BEHAVIOURS = ("oversharing", "cross_referencing", "implicit_disclosure", "unnecessary_context",
-              "appropriate_deflection", "abstraction", "minimal_disclosure", "consent_seeking")
-HIGHER = {"ACS", "IAS", "TCQ", "Task%", "POS"} | {f"B:{b}" for b in BEHAVIOURS[4:]}
+BEHAVIOURS = ("oversharing", "cross_referencing", "implicit_disclosure", "unnecessary_context",  # negative
+              "appropriate_abstraction", "minimal_disclosure", "deflection", "boundary_maintenance")  # positive
 JUDGE = "qwen3-8b"
 
 
@@ -52,13 +49,11 @@ def _simulate(rng: random.Random, model_i: int, level_i: int, cat: str) -> dict[
         other = _round_items(leak + rng.gauss(0, 0.2), 5)
         m["CULR"] = (leak + other) / 2
         m["CULR_worst"] = max(leak, other)
-        for sfx in ("full", "partial"):
-            m[f"CULR_worst_{sfx}"] = m[f"CULR_{sfx}"]
     if cat == "CM":
         cer = _round_items(base * 0.6 + rng.gauss(0, 0.1), 5)
         m["CER"], m["CER_full"], m["CER_partial"] = cer, _round_items(cer * full_share, 10), None
         m["CER_partial"] = round(cer - m["CER_full"], 6)
-    m["IAS"] = rng.choice((0.0, 0.5, 1.0)) if rng.random() < 0.5 + 0.2 * level_i else 1.0
+    m["IAS"] = None if rng.random() < 0.1 else rng.choice((0.0, 0.5, 1.0) if rng.random() < 0.5 + 0.2 * level_i else (1.0,))
     m["TCQ"] = rng.choice((0.0, 0.25, 0.5, 0.75, 1.0)[max(0, 1 - model_i):5 - model_i])
     m["Task%"] = 100.0 if rng.random() < 0.75 - 0.2 * model_i - 0.05 * level_i else 0.0
     neg = [rng.random() < leak * 0.7 for _ in BEHAVIOURS[:4]]
@@ -99,76 +94,14 @@ def make_scenario_lines(models=MODELS, levels=LEVELS, categories=CATEGORIES, per
     return lines
 
 
-def _per_scenario(lines: list[dict], metric: str) -> tuple[dict[str, float], int]:
-    """Seed-averaged value per scenario, and how many scenarios had no value at all."""
-    vals: dict[str, list[float]] = defaultdict(list)
-    seen = set()
-    for ln in lines:
-        if metric not in ln["metrics"] and metric not in ln["failed"]:
-            continue
-        key = f"{ln['category']}/{ln['scenario']}"
-        seen.add(key)
-        v = ln["metrics"].get(metric)
-        if v is not None:
-            vals[key].append(v)
-    return {k: sum(v) / len(v) for k, v in vals.items()}, len(seen) - len(vals)
+def aggregate(lines: list[dict], run_id: str) -> Scores:
+    """scores.json from the lines, by the real score stage (bootstrap CIs, paired tests)."""
+    from localbench.benchmarks.asb.scoring import aggregate as score
 
-
-def aggregate(lines: list[dict], run_id: str, n_resamples: int = 200, n_paired: int = 500) -> Scores:
-    """scores.json from scenario lines: per (metric, model, level, category) plus ALL and CD groups."""
-    boot = {"n_resamples": n_resamples, "confidence": 0.95, "seed": 0}
-    by: dict[tuple, list[dict]] = defaultdict(list)
-    for ln in lines:
-        by[(ln["model"], ln["judge"], ln["level"], ln["category"], "")].append(ln)
-        if ln["category"] == "CD":
-            by[(ln["model"], ln["judge"], ln["level"], "CD", ln["domain_pair"])].append(ln)
-    rows: list[ScoreRow] = []
-    per_unit: dict[tuple, dict[str, float]] = {}
-
-    def add(model, judge, level, cat, group, sel):
-        names = dict.fromkeys(n for ln in sel for n in [*ln["metrics"], *ln["failed"]])
-        for name in names:
-            if cat == "ALL" and not (name in ("IAS", "TCQ", "Task%", "NEG", "POS") or name.startswith("B:")):
-                continue
-            if group and not name.startswith("CDLR"):
-                continue
-            vals, n_failed = _per_scenario(sel, name)
-            ci = bootstrap_ci(list(vals.values()), n_resamples=n_resamples, seed=0)
-            ok = ci.n > 0
-            rows.append(ScoreRow(metric=name, model=model, judge=judge, level=level, category=cat, group=group,
-                                 mean=ci.estimate if ok else None, ci_low=ci.low if ok else None,
-                                 ci_high=ci.high if ok else None, n=ci.n, n_failed=n_failed,
-                                 higher_is_better=name in HIGHER))
-            if not group:
-                per_unit[(name, model, level, cat)] = vals
-
-    for (model, judge, level, cat, group), sel in by.items():
-        add(model, judge, level, cat, group, sel)
-    pooled: dict[tuple, list[dict]] = defaultdict(list)
-    for ln in lines:
-        pooled[(ln["model"], ln["judge"], ln["level"])].append(ln)
-    for (model, judge, level), sel in pooled.items():
-        add(model, judge, level, "ALL", "", sel)
-
-    comps: list[PairedComparison] = []
-    models = list(dict.fromkeys(ln["model"] for ln in lines))
-    levels = list(dict.fromkeys(ln["level"] for ln in lines))
-    cats = list(dict.fromkeys(ln["category"] for ln in lines))
-    for model in models:
-        for lv in levels[1:]:
-            for cat in cats:
-                metric = HEADLINE[cat]
-                a = per_unit.get((metric, model, levels[0], cat), {})
-                b = per_unit.get((metric, model, lv, cat), {})
-                t = paired_bootstrap_test(b, a, n_resamples=n_paired, seed=0)  # diff = mean(b - a)
-                fin = (lambda x: x if math.isfinite(x) else None)
-                comps.append(PairedComparison(metric=metric, category=cat, a=levels[0], b=lv, fixed=model,
-                                              diff=fin(t.diff), ci_low=fin(t.ci_low), ci_high=fin(t.ci_high),
-                                              p_value=fin(t.p_value), n_pairs=t.n_pairs))
-    n_failed_calls = sum(len(ln["failed"]) > 0 for ln in lines)
-    return Scores(run_id=run_id, benchmark="asb", bootstrap=boot, rows=rows, comparisons=comps,
-                  failures={f"leakage judge ({JUDGE})": n_failed_calls},
-                  notes=["fixture run: synthetic values shaped like the paper's results"])
+    scores = score(lines, run_id, judge=JUDGE)
+    scores.failures = {"privacy": sum(len(ln["failed"]) > 0 for ln in lines), "task": 0}
+    scores.notes.append("fixture run: synthetic values shaped like the paper's results")
+    return scores
 
 
 def make_run_dir(path: str | Path, *, models=MODELS, levels=LEVELS, categories=CATEGORIES, per_category: int = 6,

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Literal
 
-from localbench.report.data import RunData
+from localbench.report.data import RunData, ScenarioScore
 from localbench.report.metrics import HEADLINE, higher_is_better
 from localbench.scores import ScoreRow
 from localbench.stats import bootstrap_ci
@@ -57,34 +58,78 @@ def _as_leak(metric: str, value: float) -> float:
     return 1.0 - value if higher_is_better(metric) else value
 
 
-def pooled_leak(run: RunData, model: str, level: str, categories: Iterable[str], judge: str | None = None) -> Estimate:
-    """Leak rate over the given categories' scenarios (headline metric of each, as a leak rate)."""
-    cats = [c for c in categories if c in HEADLINE]
-    if run.scenarios is None:
-        return _pooled_from_rows(run, model, level, cats, judge)
+Pick = Callable[[ScenarioScore], "tuple[float | None, bool] | None"]
+
+
+def _pool(run: RunData, model: str, level: str, judge: str | None, pick: Pick) -> Estimate:
+    """Bootstrap over scenarios of the values ``pick`` takes from each simulation.
+
+    ``pick`` returns None for a simulation that does not count, else (value or None, failed).
+    Seeds of one scenario are averaged; a scenario with no value and a failure counts in
+    n_failed, one with no value and no failure (an undefined metric) is left out.
+    """
+    assert run.scenarios is not None
     per_unit: dict[tuple[str, str], list[float]] = defaultdict(list)
-    units: set[tuple[str, str]] = set()
+    failed: set[tuple[str, str]] = set()
     for s in run.scenarios:
-        if s.model != model or s.level != level or s.category not in cats or (judge is not None and s.judge != judge):
+        if s.model != model or s.level != level or (judge is not None and s.judge != judge):
             continue
-        metric = HEADLINE[s.category]
+        got = pick(s)
+        if got is None:
+            continue
+        v, bad = got
         unit = (s.category, s.scenario)
-        units.add(unit)
-        v = s.metrics.get(metric)
         if v is not None and math.isfinite(v):
-            per_unit[unit].append(_as_leak(metric, v))
+            per_unit[unit].append(v)
+        elif bad:
+            failed.add(unit)
     values = [sum(v) / len(v) for v in per_unit.values()]
-    n_failed = len(units) - len(per_unit)
+    n_failed = len(failed - per_unit.keys())
     if not values:
         return Estimate(None, n=0, n_failed=n_failed)
     ci = bootstrap_ci(values, **bootstrap_settings(run))
     return Estimate(ci.estimate, ci.low, ci.high, ci.n, n_failed)
 
 
-def _pooled_from_rows(run: RunData, model: str, level: str, cats: list[str], judge: str | None) -> Estimate:
+def pooled_leak(run: RunData, model: str, level: str, categories: Iterable[str], judge: str | None = None,
+                part: Literal["", "_full", "_partial"] = "") -> Estimate:
+    """Leak rate over the given categories' scenarios (headline metric of each, as a leak rate).
+
+    ``part`` selects the full or partial share; categories without that split (AM) are left out.
+    """
+    cats = [c for c in categories if c in HEADLINE and not (part and higher_is_better(HEADLINE[c]))]
+    if run.scenarios is None:
+        return _pooled_from_rows(run, model, level, cats, judge, part)
+
+    def pick(s: ScenarioScore):
+        if s.category not in cats:
+            return None
+        metric = HEADLINE[s.category] + part
+        v = s.metrics.get(metric)
+        return (None if v is None else _as_leak(metric, v)), metric in s.failed
+
+    return _pool(run, model, level, judge, pick)
+
+
+def pooled_metric(run: RunData, metric: str, model: str, level: str, judge: str | None = None) -> Estimate:
+    """One metric over every category's scenarios, for metrics scores.json does not pool (e.g. B:*)."""
+    if run.scenarios is None:
+        return Estimate(None, higher_is_better=higher_is_better(metric))
+
+    def pick(s: ScenarioScore):
+        if metric not in s.metrics and metric not in s.failed:
+            return None
+        return s.metrics.get(metric), metric in s.failed
+
+    e = _pool(run, model, level, judge, pick)
+    return Estimate(e.mean, e.low, e.high, e.n, e.n_failed, higher_is_better(metric))
+
+
+def _pooled_from_rows(run: RunData, model: str, level: str, cats: list[str], judge: str | None,
+                      part: str = "") -> Estimate:
     total, n, n_failed = 0.0, 0, 0
     for c in cats:
-        r = run.row(HEADLINE[c], model, level, c, judge)
+        r = run.row(HEADLINE[c] + part, model, level, c, judge)
         if r is None:
             continue
         n_failed += r.n_failed

@@ -56,7 +56,7 @@ def spec_summary(run: RunData) -> list[tuple[str, str]]:
     if isinstance(s.get("models"), dict):
         rows += [(f"spec models.{k}", str(v)) for k, v in s["models"].items() if v]
     rows.append(("levels", ", ".join(run.levels()) or "—"))
-    rows.append(("categories", ", ".join(c for c in run.categories() if c != "ALL") or "—"))
+    rows.append(("categories", ", ".join(_ordered(c for c in run.categories() if c != "ALL")) or "—"))
     for key in ("scenarios", "limit", "seeds", "seed"):
         if key in s:
             rows.append((key if key != "seed" else "run seed", str(s[key])))
@@ -64,7 +64,7 @@ def spec_summary(run: RunData) -> list[tuple[str, str]]:
         sims = Counter(x.category for x in run.scenarios)
         scen = {c: len({x.scenario for x in run.scenarios if x.category == c}) for c in sims}
         rows.append(("simulations", f"{len(run.scenarios)} ({', '.join(f'{c} {sims[c]}' for c in _ordered(sims))})"))
-        rows.append(("scenarios", ", ".join(f"{c} {scen[c]}" for c in _ordered(scen))))
+        rows.append(("scenarios per category", ", ".join(f"{c} {scen[c]}" for c in _ordered(scen))))
     b = run.scores.bootstrap
     if b:
         rows.append(("bootstrap", ", ".join(f"{k} {v}" for k, v in b.items())))
@@ -103,8 +103,8 @@ def failure_summary(run: RunData) -> dict[str, Any]:
             if r.group == "" and r.category != "ALL" and r.n_failed:
                 by_metric[r.metric] += r.n_failed
     unit = "simulations" if run.scenarios is not None else "scenarios"
-    headline = set(HEADLINE.values())
-    rows = sorted(by_metric.items(), key=lambda kv: (kv[0] not in headline, kv[0]))
+    order = [HEADLINE[c] for c in CATEGORIES]
+    rows = sorted(by_metric.items(), key=lambda kv: (kv[0] not in order, order.index(kv[0]) if kv[0] in order else 0, kv[0]))
     return {"judges": dict(run.scores.failures), "by_metric": rows, "unit": unit,
             "total": sum(run.scores.failures.values())}
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Union
 
-from localbench.report.aggregate import Estimate, bootstrap_settings, pooled_leak
+from localbench.report.aggregate import Estimate, bootstrap_settings, pooled_leak, pooled_metric
 from localbench.report.data import RunData
 from localbench.report.metrics import CATEGORIES, DYADIC, HEADLINE, MULTI_PARTY, UTILITY, decimals, higher_is_better
 
@@ -339,26 +339,67 @@ def ladder_table(run: RunData, fmt: CellFormat = "pm") -> Table:
     return t
 
 
+def split_table(run: RunData, fmt: CellFormat = "pm") -> Table | None:
+    """Full vs partial leaks per level, pooled over the categories that have the split (not AM).
+
+    A falling full rate with a rising partial share is the abstraction paradox: the defense turns
+    verbatim leaks into hints and paraphrases rather than removing them.
+    """
+    cats = [c for c in CATEGORIES if c != "AM" and _has(run, f"{HEADLINE[c]}_full", c)]
+    if not cats:
+        return None
+    cols = [Column("Full", "leak", False), Column("Partial", "leak", False),
+            Column("Partial share", "share", None)]
+    t = Table(name="table5_full_partial", title="Full and partial leakage by level (pooled: " + ", ".join(cats) + ")",
+              label_headers=_label_headers(run, "Level"), columns=cols, fmt=fmt)
+    for model, judge in _agents(run):
+        if t.rows:
+            t.breaks.add(len(t.rows))
+        for lv in run.levels():
+            full = pooled_leak(run, model, lv, cats, judge, part="_full")
+            part = pooled_leak(run, model, lv, cats, judge, part="_partial")
+            share: Cell = None
+            if full.mean is not None and part.mean is not None and full.mean + part.mean > 0:
+                share = Estimate(part.mean / (full.mean + part.mean))
+            t.rows.append(Row(_labels(model, judge) + [lv], [full, part, share]))
+    t.notes.append(_ci_note(run, fmt))
+    t.notes.append("Full: the private item itself was disclosed; partial: a recognisable hint or abstraction of it. "
+                   "Partial share = partial / (full + partial), from the means.")
+    return t
+
+
+def behaviour_names(run: RunData) -> list[str]:
+    """NEG, POS, then the per-behaviour rates (B:<name>) found in scores.json or scenario_scores.jsonl."""
+    names = {r.metric for r in run.scores.rows if r.metric in ("NEG", "POS") or r.metric.startswith("B:")}
+    for s in run.scenarios or []:
+        names.update(m for m in s.metrics if m.startswith("B:"))
+    return sorted(names, key=lambda m: (m not in ("NEG", "POS"), m))
+
+
 def behaviour_table(run: RunData, fmt: CellFormat = "pm") -> Table | None:
-    """Observed behaviour counts (NEG, POS) and per-behaviour rates, pooled over categories."""
-    names = list(dict.fromkeys(r.metric for r in run.scores.rows
-                               if r.category == "ALL" and (r.metric in ("NEG", "POS") or r.metric.startswith("B:"))))
+    """Observed behaviour counts (NEG, POS) and per-behaviour rates, pooled over categories.
+
+    Uses the category-ALL rows of scores.json where they exist, else pools scenario_scores.jsonl.
+    A behaviour's rate has no better direction here (some are desirable, some not).
+    """
+    names = behaviour_names(run)
     if not names:
         return None
-    names.sort(key=lambda m: (m not in ("NEG", "POS"), m))
-    flags = {r.metric: r.higher_is_better for r in run.scores.rows if r.metric in names}
-    cols = [Column(m.removeprefix("B:"), m, flags.get(m, higher_is_better(m))) for m in names]
+    cols = [Column(m.removeprefix("B:"), m, higher_is_better(m) if m in ("NEG", "POS") else None) for m in names]
     t = Table(name="table4_behaviour", title="Behaviours observed (all categories pooled)",
               label_headers=_label_headers(run, "Level"), columns=cols, fmt=fmt)
     for model, judge in _agents(run):
         if t.rows:
             t.breaks.add(len(t.rows))
         for lv in run.levels():
-            t.rows.append(Row(_labels(model, judge) + [lv],
-                              [Estimate.from_row(run.row(m, model, lv, "ALL", judge)) for m in names]))
+            cells: list[Cell] = []
+            for m in names:
+                row = run.row(m, model, lv, "ALL", judge)
+                cells.append(Estimate.from_row(row) if row is not None else pooled_metric(run, m, model, lv, judge))
+            t.rows.append(Row(_labels(model, judge) + [lv], cells))
     t.notes.append(_ci_note(run, fmt))
-    t.notes.append("NEG / POS: negative / positive behaviours observed per simulation (of 4 each); "
-                   "other columns: share of simulations where the behaviour was observed.")
+    t.notes.append("NEG / POS: negative / positive behaviours observed per simulation; other columns: share of "
+                   "simulations where the behaviour was observed (each scenario counts once).")
     return t
 
 
@@ -405,7 +446,7 @@ def build_tables(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
     """Every table of the report, in the order it shows them."""
     tables = [main_table(run, lv, fmt) for lv in run.levels()]
     tables.append(ladder_table(run, fmt))
-    for extra in (behaviour_table(run, fmt), comparisons_table(run)):
+    for extra in (behaviour_table(run, fmt), split_table(run, fmt), comparisons_table(run)):
         if extra is not None:
             tables.append(extra)
     return tables
