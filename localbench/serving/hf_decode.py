@@ -158,20 +158,53 @@ def _choose(
     """Next token of every row: grammar mask, then greedy or the row's own seeded draw."""
     import xgrammar as xgr
 
+    n = len(rows)
     constrained = [b for b, r in enumerate(rows) if r.constraint is not None]
     if constrained:
         xgr.apply_token_bitmask_inplace(logits, bitmask.to(logits.device, non_blocking=True), indices=constrained)
     if vocab_limit < logits.shape[1]:
         logits[:, vocab_limit:] = float("-inf")
-    picks = logits.argmax(dim=-1)
+    picks = [0] * n
+    greedy = [b for b, r in enumerate(rows) if r.temperature <= 0]
     sampled = [b for b, r in enumerate(rows) if r.temperature > 0]
+    if greedy:
+        chosen = (logits if len(greedy) == n else logits[greedy]).argmax(dim=-1).tolist()
+        for b, t in zip(greedy, chosen):
+            picks[b] = t
     if sampled:
-        temps = torch.tensor([rows[b].temperature for b in sampled], dtype=torch.float64, device=logits.device)
-        probs = torch.softmax(logits[sampled].double() / temps[:, None], dim=-1)
-        cdf = probs.cumsum(dim=-1)
+        x = logits if len(sampled) == n else logits[sampled]
+        temps = torch.tensor([rows[b].temperature for b in sampled], dtype=x.dtype, device=x.device)
+        probs = torch.softmax(x / temps[:, None], dim=-1)
         draws = torch.tensor([torch.rand((), generator=generators[b], dtype=torch.float64).item() for b in sampled],
-                             dtype=torch.float64, device=logits.device)
-        # The first token whose cumulative mass exceeds the draw (masked tokens add no mass).
-        chosen = torch.searchsorted(cdf, (draws * cdf[:, -1])[:, None], right=True).squeeze(1)
-        picks[sampled] = chosen.clamp(max=logits.shape[1] - 1)
-    return picks.tolist()
+                             dtype=torch.float64, device=x.device)
+        for b, t in zip(sampled, _inverse_cdf(probs, draws).tolist()):
+            picks[b] = t
+    return picks
+
+
+_BLOCK = 256
+
+
+def _inverse_cdf(probs: torch.Tensor, draws: torch.Tensor) -> torch.Tensor:
+    """Per row, the first token whose cumulative probability exceeds ``draw`` x total mass.
+
+    Two levels (sums of 256-token blocks, then one block) instead of a cumulative sum over the
+    whole vocabulary: the same token, for a fraction of the work. Masked tokens carry no mass, so
+    they are never chosen (``right=True`` skips a zero-mass prefix even when the draw is 0).
+    """
+    rows, width = probs.shape
+    pad = (-width) % _BLOCK
+    if pad:
+        probs = torch.nn.functional.pad(probs, (0, pad))
+    blocks = probs.view(rows, -1, _BLOCK)
+    block_cdf = blocks.sum(dim=-1).double().cumsum(dim=-1)
+    target = (draws * block_cdf[:, -1])[:, None]
+    last_block = (block_cdf < block_cdf[:, -1:]).sum(dim=-1, keepdim=True)  # the last block with mass
+    j = torch.minimum(torch.searchsorted(block_cdf, target, right=True), last_block)
+    before = torch.where(j > 0, block_cdf.gather(1, (j - 1).clamp(min=0)), torch.zeros_like(target))
+    inner = blocks.gather(1, j[:, :, None].expand(rows, 1, _BLOCK)).squeeze(1).double().cumsum(dim=-1)
+    k = torch.searchsorted(inner, target - before, right=True).clamp(max=_BLOCK - 1)
+    # A draw that lands past a block's float sum (rounding) falls back to the block's last live token.
+    last_live = (inner < inner[:, -1:]).sum(dim=-1, keepdim=True).clamp(max=_BLOCK - 1)
+    k = torch.minimum(k, last_live)
+    return (j * _BLOCK + k).squeeze(1)

@@ -1,0 +1,203 @@
+"""Engine throughput: generated tokens/s at batch 1, 8 and 32, grammar-constrained vs free text.
+
+Not a test. It answers two questions for each engine and model:
+
+- structured-output overhead: how much slower JSON-schema decoding is than free text at the
+  same batch size (target: at most 10%);
+- batching gain: aggregate tokens/s at batch 32 over batch 1 (target: at least 8x for the hf
+  engine with SmolLM2-135M on CPU).
+
+Every request asks for a long answer and the JSON schema holds a long free-text field, so both
+modes normally run to the same ``max_tokens``; the table still counts the tokens actually
+generated (and how many replies hit the limit), so an early stop cannot flatter a mode.
+
+Engines are opened through ``localbench.serving.engines.open_backend``; one that cannot be
+imported or started (e.g. no vLLM here) is skipped with a message.
+
+    .venv/bin/python bench/engine_throughput.py                      # hf on tiny-random and smollm2-135m
+    .venv/bin/python bench/engine_throughput.py --engines hf,vllm --json results.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+TOPICS = ["a lighthouse keeper", "a lost umbrella", "the first day of school", "a river in winter",
+          "a chess tournament", "a bakery at dawn", "a broken telescope", "a long train journey"]
+
+ANSWER_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "genre": {"enum": ["fable", "drama", "comedy", "mystery"]},
+        "words": {"type": "integer", "minimum": 1, "maximum": 5000},
+        "story": {"type": "string", "maxLength": 4000},
+    },
+    "required": ["genre", "words", "story"],
+    "additionalProperties": False,
+}
+
+
+@dataclass
+class Measurement:
+    engine: str
+    preset: str
+    mode: str  # "free" or "json"
+    batch: int
+    requests: int
+    tokens: int
+    seconds: float
+    at_limit: int  # replies that stopped at max_tokens
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.seconds if self.seconds > 0 else 0.0
+
+
+def _requests(n: int, mode: str, max_tokens: int, temperature: float, offset: int = 0) -> list[Any]:
+    from localbench.serving.output import OutputSpec
+    from localbench.serving.types import GenerationRequest
+
+    spec = OutputSpec.from_schema(ANSWER_SCHEMA, name="story") if mode == "json" else None
+    out = []
+    for i in range(offset, offset + n):
+        topic = TOPICS[i % len(TOPICS)]
+        content = (f"Write a long, detailed story about {topic}, at least 300 words. "
+                   "Answer as JSON with the fields genre, words and story.")
+        out.append(GenerationRequest(messages=[{"role": "user", "content": content}], output=spec,
+                                     max_tokens=max_tokens, temperature=temperature, seed=i, tag=f"bench-{i}"))
+    return out
+
+
+async def _measure(backend: Any, preset: str, mode: str, batch: int, rounds: int, max_tokens: int,
+                   temperature: float) -> Measurement:
+    """``rounds`` waves of ``batch`` concurrent requests, one wave after another."""
+    tokens = at_limit = requests = 0
+    t0 = time.perf_counter()
+    for r in range(rounds):
+        reqs = _requests(batch, mode, max_tokens, temperature, offset=r * batch)
+        done = await asyncio.gather(*(backend.complete(q) for q in reqs))
+        tokens += sum(c.tokens_out for c in done)
+        at_limit += sum(c.finish_reason == "length" for c in done)
+        requests += len(done)
+    return Measurement(backend.engine, preset, mode, batch, requests, tokens, time.perf_counter() - t0, at_limit)
+
+
+async def bench_engine(engine: str, preset: str, batches: list[int], max_tokens: int, temperature: float,
+                       min_requests: int, options: dict[str, Any]) -> tuple[list[Measurement], dict[str, Any]] | None:
+    from localbench.serving.engines import open_backend
+
+    t0 = time.perf_counter()
+    try:
+        backend = open_backend(preset, engine, **options)
+    except Exception as e:  # noqa: BLE001 - a missing engine is reported and skipped, not fatal
+        print(f"[skip] {engine} on {preset}: cannot open the engine: {type(e).__name__}: {e}", file=sys.stderr)
+        return None
+    load_s = time.perf_counter() - t0
+    facts = {"load_s": round(load_s, 1), **backend.describe()}
+    print(f"[open] {engine} on {preset} in {load_s:.1f} s: {json.dumps(facts, default=str)}", file=sys.stderr)
+    results: list[Measurement] = []
+    try:
+        for mode in ("free", "json"):  # warm-up: kernels, grammar compile, allocator
+            await _measure(backend, preset, mode, min(4, max(batches)), 1, 8, temperature)
+        for batch in batches:
+            rounds = max(1, -(-min_requests // batch))
+            for mode in ("free", "json"):
+                m = await _measure(backend, preset, mode, batch, rounds, max_tokens, temperature)
+                results.append(m)
+                print(f"  {engine:5} {preset:14} {mode:4} batch {batch:3}: {m.tokens:6d} tok in {m.seconds:7.2f} s"
+                      f" = {m.tokens_per_s:8.1f} tok/s ({m.at_limit}/{m.requests} at max_tokens)", file=sys.stderr)
+        sizes = getattr(backend, "batch_sizes", None)
+        if sizes:
+            facts["largest_batch_run"] = max(sizes)
+    finally:
+        await backend.aclose()
+    return results, facts
+
+
+def table(results: list[Measurement]) -> str:
+    """Markdown: one row per engine x preset x batch, free vs json side by side, with the ratios."""
+    key = {(m.engine, m.preset, m.mode, m.batch): m for m in results}
+    lines = ["| engine | model | batch | free text tok/s | JSON schema tok/s | structured overhead | tokens free / json (at max_tokens) |",
+             "|---|---|---:|---:|---:|---:|---|"]
+    for (engine, preset, mode, batch), free in key.items():
+        if mode != "free" or (engine, preset, "json", batch) not in key:
+            continue
+        js = key[(engine, preset, "json", batch)]
+        overhead = 1 - js.tokens_per_s / free.tokens_per_s if free.tokens_per_s else float("nan")
+        lines.append(f"| {engine} | {preset} | {batch} | {free.tokens_per_s:.1f} | {js.tokens_per_s:.1f} | "
+                     f"{overhead:+.1%} | {free.tokens} ({free.at_limit}/{free.requests}) / "
+                     f"{js.tokens} ({js.at_limit}/{js.requests}) |")
+    lines += ["", "| engine | model | mode | batch 32 / batch 1 | batch 8 / batch 1 |", "|---|---|---|---:|---:|"]
+    for (engine, preset, mode, batch), one in key.items():
+        if batch != 1:
+            continue
+        gains = []
+        for b in (32, 8):
+            other = key.get((engine, preset, mode, b))
+            gains.append(f"{other.tokens_per_s / one.tokens_per_s:.1f}x" if other and one.tokens_per_s else "n/a")
+        lines.append(f"| {engine} | {preset} | {mode} | {gains[0]} | {gains[1]} |")
+    return "\n".join(lines)
+
+
+def machine() -> str:
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
+    return f"{platform.system()} {cpu}, {os.cpu_count()} CPUs, torch threads {torch.get_num_threads()}, {gpu}"
+
+
+async def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--engines", default="hf", help="comma-separated: hf, vllm, openai")
+    ap.add_argument("--presets", default="tiny-random,smollm2-135m")
+    ap.add_argument("--batches", default="1,8,32")
+    ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--temperature", type=float, default=0.7)
+    ap.add_argument("--min-requests", type=int, default=2,
+                    help="each measurement runs at least this many requests (waves of one batch)")
+    ap.add_argument("--grammar", default=None, help="hf grammar backend (xgrammar or outlines)")
+    ap.add_argument("--json", dest="json_out", default=None, help="also write the raw measurements here")
+    args = ap.parse_args(argv)
+
+    batches = [int(b) for b in args.batches.split(",")]
+    all_results: list[Measurement] = []
+    facts: dict[str, Any] = {}
+    for engine in [e.strip() for e in args.engines.split(",") if e.strip()]:
+        options: dict[str, Any] = {}
+        if engine == "hf":
+            options["max_batch_size"] = max(batches)
+            if args.grammar:
+                options["grammar"] = args.grammar
+        for preset in [p.strip() for p in args.presets.split(",") if p.strip()]:
+            got = await bench_engine(engine, preset, batches, args.max_tokens, args.temperature,
+                                     args.min_requests, options)
+            if got is not None:
+                all_results.extend(got[0])
+                facts[f"{engine}/{preset}"] = got[1]
+
+    print(f"\nMachine: {machine()}")
+    print(f"Command: {' '.join([os.path.basename(sys.executable), *sys.argv])}")
+    print(f"max_tokens {args.max_tokens}, temperature {args.temperature}\n")
+    print(table(all_results))
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump({"machine": machine(), "args": vars(args), "engines": facts,
+                       "results": [asdict(m) | {"tokens_per_s": m.tokens_per_s} for m in all_results]},
+                      f, indent=2, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
