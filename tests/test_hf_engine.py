@@ -303,3 +303,23 @@ async def test_batcher_skips_cancelled_callers():
     assert await kept == 20
     assert log == [[2]]
     await b.aclose()
+
+
+def test_two_level_inverse_cdf_matches_a_full_cumulative_sum():
+    import torch
+
+    from localbench.serving.hf_decode import _inverse_cdf
+
+    gen = torch.Generator().manual_seed(0)
+    for width in (300, 1000, 49152 + 17):
+        logits = torch.randn(12, width, generator=gen) * 3
+        masked = torch.rand(12, width, generator=gen) < 0.9
+        logits[masked] = float("-inf")
+        probs = torch.softmax(logits, dim=-1)
+        draws = torch.rand(12, generator=gen, dtype=torch.float64)
+        draws[0], draws[1] = 0.0, 1 - 1e-12  # the two ends of the unit interval
+        cdf = probs.double().cumsum(dim=-1)
+        reference = torch.searchsorted(cdf, (draws * cdf[:, -1])[:, None], right=True).squeeze(1)
+        got = _inverse_cdf(probs, draws)
+        assert torch.equal(got, reference)
+        assert not masked[torch.arange(12), got].any()  # a masked token is never drawn
