@@ -180,6 +180,7 @@ class _People:
     def add(self, name: str, where: str, *, extra_aliases: tuple[str, ...] = (), **fields: Any) -> Person:
         key = _norm_key(name)
         if key in self._by_name:
+            self.ctx.warn(where, f"'{name}' is listed twice; the first entry is used")
             return self.get(self._by_name[key])
         base = slug(" ".join(name_tokens(name)))
         pid, n = base, 2
