@@ -58,7 +58,7 @@ def looks_upstream(data: Any) -> bool:
 
 # -- names ---------------------------------------------------------------------------------------
 def fold(text: str) -> str:
-    """Strip accents so that 'tomas' in an edge finds 'Tomás'."""
+    """Strip accents so that 'jose' in an edge finds 'José'."""
     return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
 
 
@@ -68,7 +68,7 @@ def slug(text: str) -> str:
 
 
 def name_tokens(full_name: str) -> list[str]:
-    """The words of a name without honorifics ('Dr. Ramona Vasquez' -> ['Ramona', 'Vasquez'])."""
+    """The words of a name without honorifics ('Dr. Mara Quint' -> ['Mara', 'Quint'])."""
     toks = full_name.split()
     kept = [t for t in toks if t.lower().rstrip(".") not in _TITLES]
     return kept or toks
@@ -231,7 +231,7 @@ class _People:
 
 
 def _owner_from_text(text: str, patterns: list[tuple[str, re.Pattern[str]]]) -> str | None:
-    """The participant named first in an item ('Marcus's debt…' belongs to Marcus), if any."""
+    """The participant named first in an item ('Jonah's debt…' belongs to Jonah), if any."""
     best: tuple[int, str] | None = None
     t = fold(text)
     for pid, pat in patterns:
