@@ -84,11 +84,17 @@ def _display(scenario: Scenario, participant: str) -> str:
 
 def render_transcript(scenario: Scenario, messages: list[dict[str, Any]], keys: list[str] | None = None) -> str:
     """One line per message: ``[key] sender → recipients: content``."""
+    return render_lines(messages, lambda pid: _display(scenario, pid), keys)
+
+
+def render_lines(messages: list[dict[str, Any]], name: Callable[[str], str] = str,
+                 keys: list[str] | None = None) -> str:
+    """The transcript format every judge sees; ``name`` maps a participant to its display name."""
     lines = []
     for i, m in enumerate(messages):
         k = keys[i] if keys else str(m.get("index", i))
-        to = ", ".join(_display(scenario, r) for r in (m.get("recipients") or [])) or "everyone"
-        lines.append(f"[{k}] {_display(scenario, m.get('sender', '?'))} → {to}: {m.get('content', '')}")
+        to = ", ".join(name(r) for r in (m.get("recipients") or [])) or "everyone"
+        lines.append(f"[{k}] {name(m.get('sender', '?'))} → {to}: {m.get('content', '')}")
     return "\n".join(lines) if lines else "(no messages)"
 
 
@@ -142,18 +148,29 @@ def privacy_item_calls(scenario: Scenario, messages: list[dict[str, Any]], fits:
             crossing_o = [m for m in crossing if person_of(scenario, m.get("sender", "")) == owner]
         else:
             crossing_o = crossing
-        keys = {f"item_{n + 1}": it.id for n, it in enumerate(items)}
-        schema = _obj({k: _obj({"evidence": _evidence(), "level": {"enum": LEVELS}}) for k in keys})
         owner_name = _display(scenario, owner) if owner != "all" else _display(scenario, items[0].owner)
 
-        def build(chunk, owner=owner, items=items, keys=keys, schema=schema, owner_name=owner_name):
-            ctx = {"owner_name": owner_name, "transcript": render_transcript(scenario, chunk),
-                   "items": [{"key": k, "text": it.text} for k, it in zip(keys, items)]}
-            return JudgeCall("privacy", owner, "asb/privacy_items.j2", _chat("asb/privacy_items.j2", **ctx),
-                             schema, keymap=dict(keys))
+        def build(chunk, owner=owner, items=items, owner_name=owner_name):
+            return privacy_items_call(owner_name, [(it.id, it.text) for it in items],
+                                      render_transcript(scenario, chunk), target=owner)
 
         calls += _number_chunks(_chunks(crossing_o, build, fits))
     return calls
+
+
+def privacy_items_call(owner_name: str, items: list[tuple[str, str]], transcript: str,
+                       target: str = "all") -> JudgeCall:
+    """The dyadic privacy judge's call from its parts: (item id, text) pairs and a rendered transcript.
+
+    The benchmark builds it from a Scenario; the judge-reliability lab builds it from gold items,
+    so both ask the judge with the same rubric and the same one-key-per-item schema.
+    """
+    keys = {f"item_{n + 1}": item_id for n, (item_id, _) in enumerate(items)}
+    schema = _obj({k: _obj({"evidence": _evidence(), "level": {"enum": LEVELS}}) for k in keys})
+    ctx = {"owner_name": owner_name, "transcript": transcript,
+           "items": [{"key": k, "text": text} for k, (_, text) in zip(keys, items)]}
+    return JudgeCall("privacy", target, "asb/privacy_items.j2", _chat("asb/privacy_items.j2", **ctx),
+                     schema, keymap=dict(keys))
 
 
 def privacy_pair_calls(scenario: Scenario, messages: list[dict[str, Any]], fits: Fits) -> list[JudgeCall]:
