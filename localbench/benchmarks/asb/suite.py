@@ -43,6 +43,9 @@ def _as_scenario_error(e: ValidationError, file: str) -> ScenarioError:
         msg = "missing required field"
     elif err["type"] == "extra_forbidden":
         msg = "unknown field (see scenarios/README.md for the format)"
+    more = len(e.errors()) - 1
+    if more:
+        msg += f" (and {more} more problem{'s' if more > 1 else ''})"
     return ScenarioError(file, loc or None, msg)
 
 
