@@ -150,5 +150,22 @@ def wait_url_cmd(
     raise typer.Exit(1)
 
 
+@slurm_app.command("exec", hidden=True,
+                   context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def exec_cmd(ctx: typer.Context) -> None:
+    """Run a command with SIGINT restored to its default (a task's model server).
+
+    A non-interactive shell starts background commands with SIGINT ignored, and Python keeps an
+    ignored SIGINT ignored; restored, `localbench serve` gets Ctrl-C semantics and stops its engine.
+    """
+    import os
+    import signal
+
+    if not ctx.args:
+        raise typer.BadParameter("a command to run is required")
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.execvp(ctx.args[0], ctx.args)
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(slurm_app, name="slurm")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from localbench.errors import UserError
 from localbench.slurm.shell import SBATCH_SAFE, no_newline, sbatch_value, shell_line
@@ -189,14 +189,14 @@ class SlurmOptions(JobResources):
             no_newline(str(val), f"env.{k}")
         return {k: str(val) for k, val in v.items()}
 
-    @model_validator(mode="after")
-    def _gpu_split(self) -> "SlurmOptions":
-        if self.judge_gpus is not None and self.judge_gpus >= self.gpus:
-            raise ValueError(
-                f"judge_gpus={self.judge_gpus} leaves no GPU for the agent: gres {self.gres!r} gives "
-                f"each task {self.gpus} GPU(s)"
-            )
-        return self
+    @field_validator("judge_gpus")
+    @classmethod
+    def _gpu_split(cls, v: int | None, info) -> int | None:
+        gres = info.data.get("gres")
+        if v is not None and v >= gpus_in_gres(gres):
+            raise ValueError(f"judge_gpus={v} leaves no GPU for the agent: gres {gres!r} gives each task "
+                             f"{gpus_in_gres(gres)} GPU(s)")
+        return v
 
     # ---- derived values
     def merge_resources(self) -> JobResources:

@@ -125,13 +125,10 @@ def _norm_state(s: str) -> str:
     return s.split()[0].rstrip("+") if s else "UNKNOWN"  # "CANCELLED by 0" -> CANCELLED
 
 
-def query_sacct(job_ids: list[str]) -> dict[str, JobInfo] | None:
-    """Jobs by id from sacct, or None when accounting is off (sacct exits non-zero)."""
-    r = _run(["sacct", "-X", "-P", "-n", "-j", ",".join(job_ids), "-o", "JobID,State,ExitCode,Reason"])
-    if r is None or r.returncode != 0:
-        return None
+def parse_sacct(stdout: str) -> dict[str, JobInfo]:
+    """`sacct -X -P -n -o JobID,State,ExitCode,Reason` lines, pending array ranges expanded."""
     out: dict[str, JobInfo] = {}
-    for line in r.stdout.splitlines():
+    for line in stdout.splitlines():
         parts = line.split("|")
         if len(parts) < 4:
             continue
@@ -143,9 +140,36 @@ def query_sacct(job_ids: list[str]) -> dict[str, JobInfo] | None:
     return out
 
 
+def query_sacct(job_ids: list[str]) -> dict[str, JobInfo] | None:
+    """Jobs by id from sacct, or None when accounting is off (sacct exits non-zero)."""
+    r = _run(["sacct", "-X", "-P", "-n", "-j", ",".join(job_ids), "-o", "JobID,State,ExitCode,Reason"])
+    if r is None or r.returncode != 0:
+        return None
+    return parse_sacct(r.stdout)
+
+
 def _field(line: str, name: str) -> str | None:
     m = re.search(rf"(?:^| ){name}=(\S*)", line)
     return m.group(1) if m else None
+
+
+def parse_scontrol(stdout: str) -> dict[str, JobInfo]:
+    """`scontrol show job -o` lines (one per job or array task; pending tasks compressed)."""
+    out: dict[str, JobInfo] = {}
+    for line in stdout.splitlines():
+        if not line.strip():
+            continue
+        info = dict(state=_norm_state(_field(line, "JobState") or ""), exit_code=_field(line, "ExitCode"),
+                    reason=_field(line, "Reason"), restarts=int(_field(line, "Restarts") or 0),
+                    source="scontrol")
+        array_job, task = _field(line, "ArrayJobId"), _field(line, "ArrayTaskId")
+        if array_job and task:
+            for i in expand_indices(task):
+                out[f"{array_job}_{i}"] = JobInfo(job_id=f"{array_job}_{i}", **info)
+        else:
+            j = _field(line, "JobId") or "?"
+            out[j] = JobInfo(job_id=j, **info)
+    return out
 
 
 def query_scontrol(job_ids: list[str]) -> dict[str, JobInfo]:
@@ -155,21 +179,8 @@ def query_scontrol(job_ids: list[str]) -> dict[str, JobInfo]:
         r = _run(["scontrol", "show", "job", "-o", jid])
         if r is None:
             raise SlurmError("scontrol not found: run this on a Slurm login node")
-        if r.returncode != 0:
-            continue  # "Invalid job id": forgotten after MinJobAge
-        for line in r.stdout.splitlines():
-            if not line.strip():
-                continue
-            info = dict(state=_norm_state(_field(line, "JobState") or ""), exit_code=_field(line, "ExitCode"),
-                        reason=_field(line, "Reason"), restarts=int(_field(line, "Restarts") or 0),
-                        source="scontrol")
-            array_job, task = _field(line, "ArrayJobId"), _field(line, "ArrayTaskId")
-            if array_job and task:
-                for i in expand_indices(task):
-                    out[f"{array_job}_{i}"] = JobInfo(job_id=f"{array_job}_{i}", **info)
-            else:
-                j = _field(line, "JobId") or jid
-                out[j] = JobInfo(job_id=j, **info)
+        if r.returncode == 0:  # otherwise "Invalid job id": forgotten after MinJobAge
+            out.update(parse_scontrol(r.stdout))
     return out
 
 
