@@ -412,8 +412,12 @@ def holm(pvalues: list[float]) -> list[float]:
     return [float(p) for p in multipletests(pvalues, method="holm")[1]]
 
 
-def comparisons_table(run: RunData) -> Table | None:
-    """Paired bootstrap comparisons; '*' marks p < 0.05, '**' also after Holm correction."""
+def comparisons_table(run: RunData, significant_only: bool = False) -> Table | None:
+    """Paired bootstrap comparisons; '*' marks p < 0.05, '**' also after Holm correction.
+
+    Holm's correction always runs over every test in scores.json, also when only the
+    significant rows are kept.
+    """
     comps = run.scores.comparisons
     if not comps:
         return None
@@ -424,15 +428,17 @@ def comparisons_table(run: RunData) -> Table | None:
     t = Table(name="comparisons", title="Paired comparisons (paired by scenario)",
               label_headers=["Metric", "Category", "Fixed", "a → b"], columns=cols, fmt="ci")
     for i, c in enumerate(comps):
-        p, ph = c.p_value if i in adj else None, adj.get(i)
+        p, ph = (c.p_value if i in adj else None), adj.get(i)
         sig = "**" if ph is not None and ph < ALPHA else ("*" if p is not None and p < ALPHA else "")
+        if significant_only and not sig:
+            continue
         diff = Estimate(c.diff, c.ci_low, c.ci_high, c.n_pairs) if c.diff is not None and math.isfinite(c.diff) else None
+        if sig:
+            t.bold_rows.add(len(t.rows))
         t.rows.append(Row([c.metric, c.category, c.fixed, f"{c.a} → {c.b}"],
                           [diff, _p(p), _p(ph), str(c.n_pairs), sig]))
-        if sig:
-            t.bold_rows.add(i)
     t.notes.append(f"Δ = mean(b − a) over paired scenarios with its CI; * p < {ALPHA} (uncorrected), "
-                   f"** still significant after Holm correction over the {len(valid)} tests shown.")
+                   f"** still significant after Holm correction over all {len(valid)} tests in scores.json.")
     return t
 
 
