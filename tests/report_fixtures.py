@@ -66,7 +66,7 @@ def _simulate(rng: random.Random, model_i: int, level_i: int, cat: str) -> dict[
 
 def make_scenario_lines(models=MODELS, levels=LEVELS, categories=CATEGORIES, per_category: int = 6,
                         seeds: int = 2, fail_rate: float = 0.04, seed: int = 7,
-                        drop: tuple[tuple[str, str, str], ...] | None = None) -> list[dict]:
+                        drop: tuple[tuple[str, str, str], ...] | None = None, judge: str = JUDGE) -> list[dict]:
     """scenario_scores.jsonl lines. ``drop`` lists (model, level, category) whose every leak judgment failed."""
     rng = random.Random(seed)
     if drop is None:
@@ -87,7 +87,7 @@ def make_scenario_lines(models=MODELS, levels=LEVELS, categories=CATEGORIES, per
                                 metrics[n] = None
                         lines.append({
                             "key": f"{model}|{level}|{scen}|{s}", "scenario": scen, "category": cat,
-                            "level": level, "seed_index": s, "model": model, "judge": JUDGE,
+                            "level": level, "seed_index": s, "model": model, "judge": judge,
                             "domain_pair": DOMAIN_PAIRS[k % len(DOMAIN_PAIRS)] if cat == "CD" else None,
                             "metrics": metrics, "failed": failed,
                         })
@@ -95,25 +95,32 @@ def make_scenario_lines(models=MODELS, levels=LEVELS, categories=CATEGORIES, per
 
 
 def aggregate(lines: list[dict], run_id: str) -> Scores:
-    """scores.json from the lines, by the real score stage (bootstrap CIs, paired tests)."""
+    """scores.json from the lines, by the real score stage (bootstrap CIs, paired tests), per judge."""
     from localbench.benchmarks.asb.scoring import aggregate as score
 
-    scores = score(lines, run_id, judge=JUDGE)
-    scores.failures = {"privacy": sum(len(ln["failed"]) > 0 for ln in lines), "task": 0}
+    judges = list(dict.fromkeys(ln["judge"] for ln in lines))
+    parts = [score([ln for ln in lines if ln["judge"] == j], run_id, judge=j) for j in judges]
+    scores = parts[0]
+    for extra in parts[1:]:
+        scores.rows += extra.rows  # comparisons: the first judge's only
+    scores.failures = {f"privacy ({j})": sum(len(ln["failed"]) > 0 for ln in lines if ln["judge"] == j) for j in judges}
+    scores.failures["task"] = 0
     scores.notes.append("fixture run: synthetic values shaped like the paper's results")
     return scores
 
 
 def make_run_dir(path: str | Path, *, models=MODELS, levels=LEVELS, categories=CATEGORIES, per_category: int = 6,
-                 seeds: int = 2, with_scenarios: bool = True, with_spec: bool = True, seed: int = 7) -> Path:
-    """Write a complete fake run directory at ``path`` and return it."""
+                 seeds: int = 2, with_scenarios: bool = True, with_spec: bool = True, seed: int = 7,
+                 judges: tuple[str, ...] = (JUDGE,)) -> Path:
+    """Write a complete fake run directory at ``path`` and return it (one set of judgments per judge)."""
     p = Path(path)
-    lines = make_scenario_lines(models, levels, categories, per_category, seeds, seed=seed)
+    lines = [ln for i, j in enumerate(judges)
+             for ln in make_scenario_lines(models, levels, categories, per_category, seeds, seed=seed + i, judge=j)]
     rd = RunDir(p)
     if with_spec:
         spec = {"benchmark": "asb", "scenarios": "builtin", "categories": list(categories), "levels": list(levels),
                 "limit": per_category, "seeds": seeds, "seed": 0,
-                "models": {"agent": models[0], "user_sim": None, "judge": JUDGE}, "extra": {"agents": list(models)}}
+                "models": {"agent": models[0], "user_sim": None, "judge": judges[0]}, "extra": {"agents": list(models)}}
         provenance = {
             "models": {m: {"repo": f"example/{m}", "revision": hashlib.sha1(m.encode()).hexdigest()[:12]} for m in models},
             "hashes": {"prompts/agent_L0.j2": "3f2a9c0d11e4b5a7", "judges/leakage.j2": "9be01c55d2a87f34",

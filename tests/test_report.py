@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from localbench.errors import UserError
-from localbench.report import load_run, render_report
+from localbench.report import build_report, load_run, render_report
 from localbench.report.aggregate import Estimate
 from localbench.report.data import RunData
 from localbench.report.figures import build_figures
@@ -36,7 +36,7 @@ FIGURES = ("level_effect", "cd_domain_heatmap", "leak_vs_tcq", "full_partial_spl
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
     run = make_run_dir(tmp_path_factory.mktemp("runs") / "asb-fixture")
-    return run, render_report(run)
+    return run, build_report(run)
 
 
 def _row(metric, model, level, category, mean, n=10, n_failed=0, hib=False, width=0.1):
@@ -207,6 +207,20 @@ def test_ladder_delta_on_fixture_matches_its_rows(rendered):
     assert all(r.cells[0].mean < 0 for r in t.rows if r.kind == "delta")
 
 
+def test_several_judges_get_their_own_rows(tmp_path):
+    run = load_run(make_run_dir(tmp_path / "two-judges", models=MODELS[:2], levels=("L0", "L2"), per_category=3,
+                                seeds=1, judges=("judge-a", "judge-b")))
+    t = main_table(run, "L0")
+    assert t.label_headers == ["Model", "Judge"]
+    assert sorted(tuple(r.labels) for r in t.rows) == sorted((m, j) for m in MODELS[:2] for j in ("judge-a", "judge-b"))
+    for r in t.rows:  # each row reads its own judge's value
+        ref = run.scores.get("CDLR", model=r.labels[0], judge=r.labels[1], level="L0", category="CD", group="")[0]
+        assert r.cells[0].mean == ref.mean
+    assert "| Model | Judge | Level |" in ladder_table(run).to_markdown()
+    notes = [f.note or "" for f in build_figures(run) if f.ok]
+    assert notes and all("judge judge-a only" in n for n in notes)
+
+
 # ---------------------------------------------------------------------------- missing data
 
 
@@ -217,7 +231,7 @@ def test_report_without_scenarios_or_spec_skips_with_notes(rendered, tmp_path):
     shutil.copy(src / "scores.json", run / "scores.json")
     (run / "figures").mkdir()
     (run / "figures" / "cd_domain_heatmap.png").write_bytes(b"stale")  # must not survive a skip
-    rep = render_report(run)
+    rep = build_report(run)
     html = rep.html.read_text()
     assert not (run / "figures" / "cd_domain_heatmap.png").exists()
     assert "Not drawn — skipped: scenario_scores.jsonl is absent" in html
@@ -229,7 +243,7 @@ def test_report_with_sparse_scores(tmp_path):
     """Only CD, one level, no TCQ, one value missing: no crash, skips explained."""
     rows = [_row("CDLR", "a", "L0", "CD", 0.3), _row("CDLR", "b", "L0", "CD", None, n_failed=4)]
     Scores(run_id="sparse", benchmark="asb", rows=rows).write(tmp_path / "scores.json")
-    rep = render_report(tmp_path)
+    rep = build_report(tmp_path)
     html = rep.html.read_text()
     assert "Leakage vs task completion quality" in html and "skipped: no model has both a TCQ value" in html
     assert "skipped: no _full/_partial leakage split" in html
@@ -238,7 +252,7 @@ def test_report_with_sparse_scores(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     Scores(run_id="empty", benchmark="asb").write(empty / "scores.json")
-    rep = render_report(empty)
+    rep = build_report(empty)
     assert "data:image/png" not in rep.html.read_text() and all(not f.ok for f in build_figures(load_run(empty)))
 
 

@@ -20,5 +20,4 @@ def register(app: typer.Typer) -> None:
         """Write tables/, figures/, report.html and report.md into RUN_DIR; prints the report.html path."""
         from localbench.report import render_report
 
-        rep = render_report(run_dir, fmt="ci" if ci else "pm")
-        typer.echo(str(rep.html))
+        typer.echo(str(render_report(run_dir, fmt="ci" if ci else "pm")))

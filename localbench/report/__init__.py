@@ -8,6 +8,6 @@ tables, figures, render.
 from __future__ import annotations
 
 from localbench.report.data import RunData, load_run
-from localbench.report.render import Report, render_report
+from localbench.report.render import Report, build_report, render_report
 
-__all__ = ["Report", "RunData", "load_run", "render_report"]
+__all__ = ["Report", "RunData", "build_report", "load_run", "render_report"]

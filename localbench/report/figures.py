@@ -58,6 +58,18 @@ def _yerr(ests: list[Estimate]) -> np.ndarray:
     return np.array([lo, hi]).clip(min=0)
 
 
+def _judge(run: RunData) -> tuple[str | None, str | None]:
+    """Figures show one judge: with several in the run, the first, and a note saying so."""
+    judges = run.judges()
+    if len(judges) <= 1:
+        return None, None
+    return judges[0], f"judge {judges[0]} only (the tables show every judge)"
+
+
+def _join(*notes: str | None) -> str | None:
+    return "; ".join(n for n in notes if n) or None
+
+
 def _grid(n: int, max_cols: int = 4) -> tuple[int, int]:
     cols = min(max_cols, n)
     return math.ceil(n / cols), cols
@@ -78,10 +90,11 @@ def level_effect(run: RunData) -> FigureResult:
     models = run.models()
     x = np.arange(len(levels))
     width = 0.25 / max(1, len(models))
+    judge, jnote = _judge(run)
     for ax, cat in zip(axes, cats):
         metric = HEADLINE[cat]
         for k, m in enumerate(models):
-            ests = [Estimate.from_row(run.row(metric, m, lv, cat)) for lv in levels]
+            ests = [Estimate.from_row(run.row(metric, m, lv, cat, judge)) for lv in levels]
             y = np.array([np.nan if e.mean is None else e.mean for e in ests])
             if np.all(np.isnan(y)):
                 continue
@@ -96,7 +109,7 @@ def level_effect(run: RunData) -> FigureResult:
     handles = [Patch(color=colors[m], label=m) for m in models]
     fig.legend(handles=handles, loc="outside lower center", ncols=min(4, len(models)), fontsize=8)
     fig.suptitle(f"{title} (error bars: 95% CI)", fontsize=11)
-    return FigureResult(name, title, fig)
+    return FigureResult(name, title, fig, jnote)
 
 
 def _split_pair(pair: str) -> tuple[str, str] | None:
@@ -111,8 +124,9 @@ def domain_heatmap(run: RunData) -> FigureResult:
         return FigureResult(name, title, None, "skipped: scenario_scores.jsonl is absent")
     # (model, level, source, target) -> scenario -> seed values
     vals: dict[tuple[str, str, str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    judge, jnote = _judge(run)
     for s in run.scenarios:
-        if s.category != "CD" or not s.domain_pair:
+        if s.category != "CD" or not s.domain_pair or (judge is not None and s.judge != judge):
             continue
         st = _split_pair(s.domain_pair)
         v = s.metrics.get("CDLR")
@@ -154,7 +168,7 @@ def domain_heatmap(run: RunData) -> FigureResult:
     if im is not None:
         fig.colorbar(im, ax=axes, shrink=0.8, label="CDLR")
     fig.suptitle(title + " (grey: no scenario)", fontsize=10)
-    return FigureResult(name, title, fig)
+    return FigureResult(name, title, fig, jnote)
 
 
 def leak_vs_tcq(run: RunData) -> FigureResult:
@@ -164,10 +178,11 @@ def leak_vs_tcq(run: RunData) -> FigureResult:
     cats = [c for c in run.categories() if c in HEADLINE]
     colors = _colors(run)
     points: dict[str, list[tuple[str, Estimate, Estimate]]] = {}
+    judge, jnote = _judge(run)
     for m in run.models():
         for lv in levels:
-            tcq = Estimate.from_row(run.row("TCQ", m, lv, "ALL"))
-            leak = pooled_leak(run, m, lv, cats)
+            tcq = Estimate.from_row(run.row("TCQ", m, lv, "ALL", judge))
+            leak = pooled_leak(run, m, lv, cats, judge)
             if tcq.mean is not None and leak.mean is not None:
                 points.setdefault(m, []).append((lv, tcq, leak))
     if not points:
@@ -189,7 +204,7 @@ def leak_vs_tcq(run: RunData) -> FigureResult:
     ax.legend(fontsize=8)
     ax.set_title(title + " (95% CIs; lines join a model's levels)", fontsize=10)
     note = None if run.scenarios is not None else "pooled leak has no CI: scenario_scores.jsonl is absent"
-    return FigureResult(name, title, fig, note)
+    return FigureResult(name, title, fig, _join(note, jnote))
 
 
 def full_partial_split(run: RunData) -> FigureResult:
@@ -207,11 +222,12 @@ def full_partial_split(run: RunData) -> FigureResult:
     colors = _colors(run)
     x = np.arange(len(levels))
     width = 0.8 / max(1, len(models))
+    judge, jnote = _judge(run)
     for ax, cat in zip(axes, cats):
         metric = HEADLINE[cat]
         for k, m in enumerate(models):
-            full = [run.row(f"{metric}_full", m, lv, cat) for lv in levels]
-            part = [run.row(f"{metric}_partial", m, lv, cat) for lv in levels]
+            full = [run.row(f"{metric}_full", m, lv, cat, judge) for lv in levels]
+            part = [run.row(f"{metric}_partial", m, lv, cat, judge) for lv in levels]
             f = np.array([r.mean if r is not None and r.mean is not None else np.nan for r in full])
             p = np.array([r.mean if r is not None and r.mean is not None else np.nan for r in part])
             xs = x + (k - (len(models) - 1) / 2) * width
@@ -232,8 +248,8 @@ def full_partial_split(run: RunData) -> FigureResult:
                 Patch(facecolor="white", edgecolor="black", hatch="///", label="partial")]
     fig.legend(handles=handles, loc="outside lower center", ncols=min(6, len(handles)), fontsize=8)
     fig.suptitle(title + " (solid: full, hatched: partial)", fontsize=11)
-    note = "AM has no full/partial split (ACS is a compliance score)." if "AM" in run.categories() else None
-    return FigureResult(name, title, fig, note)
+    note = "AM has no full/partial split (ACS is a compliance score)" if "AM" in run.categories() else None
+    return FigureResult(name, title, fig, _join(note, jnote))
 
 
 BUILDERS = (level_effect, domain_heatmap, leak_vs_tcq, full_partial_split)

@@ -155,8 +155,8 @@ def _write(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
-def render_report(run_dir: str | Path, fmt: CellFormat = "pm") -> Report:
-    """Write every table, figure and both reports into the run directory."""
+def build_report(run_dir: str | Path, fmt: CellFormat = "pm") -> Report:
+    """Write every table, figure and both reports into the run directory; say what was written."""
     run = load_run(run_dir)
     tables = build_tables(run, fmt)
     table_paths = write_tables(tables, run.path / "tables")
@@ -167,3 +167,8 @@ def render_report(run_dir: str | Path, fmt: CellFormat = "pm") -> Report:
     _write(html_path, _env(True).get_template("report.html.j2").render(**ctx))
     _write(md_path, _env(False).get_template("report.md.j2").render(**ctx))
     return Report(html_path, md_path, table_paths, fig_paths, ctx["notes"])
+
+
+def render_report(run_dir: str | Path, fmt: CellFormat = "pm") -> Path:
+    """Write the whole report into the run directory; returns the path of report.html."""
+    return build_report(run_dir, fmt).html
