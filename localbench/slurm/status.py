@@ -1,8 +1,8 @@
 """Where each shard of a Slurm run stands, and why a failed one failed.
 
-Sources, best first: `sacct` (needs slurmdbd; remembers every job), `scontrol show job` (works
-without accounting, for MinJobAge after a job ends), then the state file each task writes as it
-exits and the shard's own record files, which outlive the scheduler's memory.
+Sources: `scontrol show job` (live, works without accounting, but forgets a job MinJobAge after
+it ends), `sacct` (needs slurmdbd; remembers every job), then the state file each task writes as it
+exits, and the shard's own record files, which outlive the scheduler's memory.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class RunStatus(BaseModel):
             bits = [f"shard {s.shard}", f"job {s.job_id or '-'}", s.state]
             if s.exit_code and s.exit_code != "0:0":
                 bits.append(f"exit {s.exit_code}")
-            if s.reason and s.reason not in ("None", "(null)"):
+            if s.reason and s.reason not in ("None", "(null)") and s.state != "COMPLETED":
                 bits.append(s.reason)
             if s.restarts:
                 bits.append(f"restarts {s.restarts}")
@@ -231,10 +231,11 @@ def run_status(run_dir: str | Path) -> RunStatus:
     layout = RunLayout(run_dir)
     rec = layout.read_record()
     ids = sorted({s.array_job for s in rec.submissions} | {s.merge_job for s in rec.submissions if s.merge_job})
-    jobs = query_sacct(ids)
-    accounting = jobs is not None
-    if jobs is None:
-        jobs = query_scontrol(ids)
+    # The controller's view is live; sacct remembers what the controller has forgotten (it can lag
+    # a few seconds behind, and keeps stale reasons), so scontrol wins where both know a job.
+    acct = query_sacct(ids)
+    accounting = acct is not None
+    jobs = {**(acct or {}), **query_scontrol(ids)}
     shards = []
     for i in range(rec.num_shards):
         array_job = rec.array_job_of(i)
