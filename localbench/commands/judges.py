@@ -1,0 +1,264 @@
+"""`localbench judges ...`: the judge reliability lab (gold sets, labelling, eval, rejudge, report).
+
+    localbench judges gold build --from builtin --out gold.jsonl
+    localbench judges label gold.jsonl --annotator ana
+    localbench judges gold merge gold.jsonl --labels a.jsonl --labels b.jsonl --out merged.jsonl
+    localbench judges eval --judges smollm2-135m,qwen3-8b --gold gold.jsonl --out judge-eval --seeds 3 --shuffle --pad
+    localbench judges rejudge runs/asb-1234 --judges qwen3-8b
+    localbench judges report judge-eval --run runs/asb-1234
+
+Engines and benchmarks are imported inside the commands so `--help` stays instant.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+judges_app = typer.Typer(help="How far a judge can be trusted: gold sets, labelling, agreement, consequences.",
+                         no_args_is_help=True, pretty_exceptions_enable=False)
+gold_app = typer.Typer(help="Build, import and merge gold sets (JSONL; format in judges/gold/README.md).",
+                       no_args_is_help=True, pretty_exceptions_enable=False)
+judges_app.add_typer(gold_app, name="gold")
+
+
+def _csv(value: str) -> list[str]:
+    from localbench.errors import UserError
+
+    out = [v.strip() for v in value.split(",") if v.strip()]
+    if not out:
+        raise UserError("--judges: give at least one preset name (comma-separated)")
+    return out
+
+
+@gold_app.command("build")
+def gold_build(
+    source: str = typer.Option(..., "--from", help="scenarios: builtin | a directory | hf:NAME"),
+    out: Path = typer.Option(..., "--out", help="gold JSONL to write"),
+    seed: int = typer.Option(0, help="construction seed (same seed, same gold set)"),
+    categories: Optional[str] = typer.Option(None, help="comma-separated categories (default: all)"),
+    limit: Optional[int] = typer.Option(None, help="scenarios per category"),
+    methods: Optional[str] = typer.Option(None, help="comma-separated construction methods (default: all)"),
+    variants: int = typer.Option(1, min=1, help="items per (private item, method), with different templates"),
+    rewrite_with: Optional[str] = typer.Option(None, "--rewrite-with",
+                                               help="a generator preset that rewrites planted messages (labels kept)"),
+    engine: str = typer.Option("auto", help="engine for --rewrite-with"),
+) -> None:
+    """Gold items labelled by construction from scenarios' private items."""
+    from collections import Counter
+
+    from localbench.benchmarks.asb.loaders import load_scenarios
+    from localbench.errors import UserError
+    from localbench.judging.construct import build_gold, rewrite
+    from localbench.judging.gold import write_gold
+
+    try:
+        scenarios = load_scenarios(source, categories, limit).scenarios
+        items = build_gold(scenarios, seed=seed, methods=_csv(methods) if methods else None, variants=variants)
+    except ValueError as e:
+        raise UserError(str(e)) from e
+    if not items:
+        raise UserError(f"{source}: no private item could be planted (no scenarios or no items)")
+    if rewrite_with:
+        from localbench.serving.client import StructuredClient
+        from localbench.serving.engines import open_backend
+
+        async def go():
+            client = StructuredClient(open_backend(rewrite_with, engine))
+            try:
+                return await rewrite(items, client, seed=seed)
+            finally:
+                await client.aclose()
+
+        items = asyncio.run(go())
+    write_gold(out, items)
+    counts = Counter(it.label for it in items)
+    typer.echo(f"{len(items)} gold items from {len(scenarios)} scenarios → {out} "
+               f"(none {counts['none']}, partial {counts['partial']}, full {counts['full']})")
+
+
+@gold_app.command("import")
+def gold_import(
+    file: Path = typer.Argument(..., help="JSONL of gold items in the documented format"),
+    out: Path = typer.Option(..., "--out", help="validated gold JSONL to write"),
+    annotator: Optional[str] = typer.Option(None, help="record this annotator as the source of every label"),
+) -> None:
+    """Validate gold items labelled elsewhere (e.g. by people) and write them as a gold set."""
+    from localbench.judging.gold import Provenance, read_gold, write_gold
+
+    items = read_gold(file)
+    if annotator:
+        items = [it.model_copy(update={"source": Provenance(kind="human", annotator=annotator,
+                                                            method=it.source.method, note=f"imported from {file}")})
+                 for it in items]
+    write_gold(out, items)
+    typer.echo(f"{len(items)} items ({sum(it.label is not None for it in items)} labelled) → {out}")
+
+
+@gold_app.command("merge")
+def gold_merge(
+    gold: Path = typer.Argument(..., help="the gold set the annotators labelled"),
+    labels: list[Path] = typer.Option(..., "--labels", help="one label file per annotator (repeat)"),
+    out: Path = typer.Option(..., "--out", help="merged gold JSONL to write"),
+    rule: str = typer.Option("majority", help="majority | unanimous; items without consensus stay unlabelled"),
+    keep_labels: bool = typer.Option(False, "--keep-labels",
+                                     help="keep the existing labels; only record the annotators' beside them"),
+) -> None:
+    """Join annotators' labels into a gold set and report how far they agree (κ, α, AC1)."""
+    from localbench.errors import UserError
+    from localbench.judging.agreement import agreement_across_judges, cohen_kappa
+    from localbench.judging.gold import annotator_labels, merge, read_gold, write_gold
+
+    if rule not in ("majority", "unanimous"):
+        raise UserError(f"--rule: expected majority or unanimous, got '{rule}'")
+    items = read_gold(gold)
+    by = annotator_labels(items, labels)
+    merged = merge(items, by, rule=rule, keep_existing=keep_labels)  # type: ignore[arg-type]
+    write_gold(out, merged)
+    typer.echo(f"{len(merged)} items, {sum(it.label is not None for it in merged)} labelled ({rule}) → {out}")
+    names = sorted(by)
+    for a in names:
+        typer.echo(f"  {a}: {sum(v is not None for v in by[a].values())} labels")
+    if len(names) >= 2:
+        import itertools
+
+        for a, b in itertools.combinations(names, 2):
+            k = cohen_kappa(by[a], by[b])
+            typer.echo(f"  κ({a}, {b}) = {k.estimate:.2f} [{k.low:.2f}, {k.high:.2f}] on {k.n} items")
+        ag = agreement_across_judges(by)
+        typer.echo(f"  α (ordinal) = {ag.alpha_ordinal.estimate:.2f} [{ag.alpha_ordinal.low:.2f}, "
+                   f"{ag.alpha_ordinal.high:.2f}]; AC1 = {ag.ac1.estimate:.2f} [{ag.ac1.low:.2f}, {ag.ac1.high:.2f}]")
+
+
+@gold_app.command("reference")
+def gold_reference(
+    gold: Path = typer.Option(..., "--gold", help="items to label (their labels are ignored)"),
+    judge: str = typer.Option(..., "--judge", help="the reference judge preset"),
+    out: Path = typer.Option(..., "--out", help="pseudo-gold JSONL to write"),
+    work: Optional[Path] = typer.Option(None, help="eval directory for the judge's answers (default: <out>.eval)"),
+    engine: str = typer.Option("auto"),
+    base_url: Optional[str] = typer.Option(None, "--base-url"),
+) -> None:
+    """Label items with a reference judge and save its labels as a (pseudo-)gold set."""
+    from localbench.judging.evaluate import EvalConfig, load_eval, run_eval
+    from localbench.judging.gold import Provenance, write_gold
+
+    wd = work or out.with_name(out.name + ".eval")
+    cfg = EvalConfig(judges=[judge], engine=engine, base_url=base_url)
+    asyncio.run(run_eval(gold, wd, cfg, judges=[judge]))
+    data = load_eval(wd)
+    labels = data.labels(judge)
+    items = [it.model_copy(update={"label": labels.get(it.id), "annotations": {},
+                                   "source": Provenance(kind="judge", judge=judge, method=it.source.method,
+                                                        note=f"answers in {wd}")}) for it in data.gold]
+    write_gold(out, items)
+    failed = sum(v is None for v in labels.values())
+    typer.echo(f"{len(items) - failed} items labelled by {judge}, {failed} failed (left unlabelled) → {out}")
+
+
+@judges_app.command("label")
+def label(
+    gold: Path = typer.Argument(..., help="gold JSONL to label"),
+    annotator: str = typer.Option(..., "--annotator", help="your name; one label file per annotator"),
+    labels: Optional[Path] = typer.Option(None, help="label file (default: <gold>.labels.<annotator>.jsonl)"),
+    redo_skipped: bool = typer.Option(False, "--redo-skipped", help="show skipped items again"),
+) -> None:
+    """Label items one keypress at a time (n / p / f, s skip, q quit); saved after every answer."""
+    from localbench.judging.labeller import label_session
+
+    summary = label_session(gold, annotator, labels, redo_skipped=redo_skipped)
+    if summary.interrupted:
+        raise typer.Exit(130)
+
+
+@judges_app.command("eval")
+def eval_(
+    judges: str = typer.Option(..., "--judges", help="comma-separated judge presets"),
+    gold: Path = typer.Option(..., "--gold", help="gold JSONL"),
+    out: Path = typer.Option(..., "--out", help="eval directory (resumable)"),
+    seeds: int = typer.Option(1, "--seeds", min=1, help="K: seed 0 greedy, seeds 1..K-1 sampled"),
+    shuffle: bool = typer.Option(False, "--shuffle", help="also judge with the messages in another order"),
+    pad: bool = typer.Option(False, "--pad", help="also judge with neutral filler messages added"),
+    pad_messages: int = typer.Option(8, help="filler messages added by --pad"),
+    temperature: float = typer.Option(0.7, help="sampling temperature of seeds >= 1"),
+    max_tokens: int = typer.Option(400, help="max tokens per judge answer"),
+    seed: int = typer.Option(0),
+    engine: str = typer.Option("auto", help="auto | hf | vllm | openai"),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="openai engine: the server's /v1 URL"),
+    report: bool = typer.Option(True, help="write the report when done"),
+) -> None:
+    """Run judges over a gold set with the benchmark's rubric and schema."""
+    from localbench.judging.evaluate import EvalConfig, run_eval
+
+    cfg = EvalConfig(judges=_csv(judges), seeds=seeds, shuffle=shuffle, pad=pad, pad_messages=pad_messages,
+                     temperature=temperature, max_tokens=max_tokens, seed=seed, engine=engine, base_url=base_url)
+    summaries = asyncio.run(run_eval(gold, out, cfg))
+    for j, s in summaries.items():
+        typer.echo(f"{j}: {s.done} calls made, {s.skipped} already done, {s.failed} failed")
+    if report:
+        _report(out, [], 1000)
+
+
+@judges_app.command("rejudge")
+def rejudge_cmd(
+    run_dir: Path = typer.Argument(..., help="a finished run directory (runs/<id>)"),
+    judges: str = typer.Option(..., "--judges", help="comma-separated judge presets"),
+    all_judges: bool = typer.Option(False, "--all-judges",
+                                    help="also rerun the abstraction, task and behaviour judges (default: leakage only)"),
+) -> None:
+    """Judge a finished run with other judges; writes runs/<id>/judges/<preset>/."""
+    from localbench.judging.rejudge import rejudge
+
+    for p in rejudge(run_dir, _csv(judges), leakage_only=not all_judges):
+        typer.echo(str(p))
+
+
+@judges_app.command("report")
+def report_cmd(
+    eval_dir: Path = typer.Argument(..., help="an eval directory written by `localbench judges eval`"),
+    run: list[Path] = typer.Option([], "--run", help="finished run directories for the consequences (repeat)"),
+    resamples: int = typer.Option(1000, help="bootstrap resamples"),
+) -> None:
+    """Markdown + HTML report with tables, confusion matrices and a verdict per judge."""
+    _report(eval_dir, run, resamples)
+
+
+def _report(eval_dir: Path, runs: list[Path], resamples: int) -> None:
+    from localbench.judging.evaluate import load_eval
+    from localbench.judging.reliability import reliability
+    from localbench.judging.report import verdict_lines, write_report
+
+    rel = reliability(load_eval(eval_dir), n_resamples=resamples, runs=[str(r) for r in runs])
+    paths = write_report(rel, eval_dir)
+    for line in verdict_lines(rel):
+        typer.echo(line)
+    typer.echo(str(paths.html))
+
+
+@judges_app.command("plant-run")
+def plant_run_cmd(
+    source: str = typer.Option("builtin", "--from", help="scenarios (dyadic categories are used)"),
+    out: Path = typer.Option(..., "--out", help="run directory to write (runs/<id>)"),
+    models: str = typer.Option("planted-low:0.3,planted-high:0.7",
+                               help="comma-separated NAME:SHARE, SHARE = chance an item is planted as a leak"),
+    seed: int = typer.Option(0),
+) -> None:
+    """A synthetic run with known leak rates, to check a judge and the pipeline end to end."""
+    from localbench.errors import UserError
+    from localbench.judging.construct import write_planted_run
+
+    shares: dict[str, float] = {}
+    for part in _csv(models):
+        name, _, share = part.partition(":")
+        try:
+            shares[name] = float(share)
+        except ValueError:
+            raise UserError(f"--models: '{part}' is not NAME:SHARE") from None
+    typer.echo(str(write_planted_run(out, source, shares, seed=seed)))
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(judges_app, name="judges")

@@ -1,0 +1,244 @@
+"""Run judges over a gold set: `localbench judges eval`.
+
+Each gold item becomes the benchmark's own dyadic privacy judge call (same rubric, same
+one-key-per-item schema, built by ``localbench.benchmarks.asb.judges.privacy_items_call``) and is
+asked of every judge in one batched pass per judge (``run_judge_tasks``), in these variants:
+
+- ``base``, seed 0: exactly how the benchmark asks (temperature 0);
+- ``base``, seeds 1..K-1: sampled at ``temperature`` with derived seeds (self-consistency);
+- ``shuffled``: the messages in another (seeded) order;
+- ``padded``: neutral filler messages inserted at seeded positions (length sensitivity).
+
+Answers go to <out>/judgments.jsonl keyed ``judge|item|variant|seed``, so an interrupted eval
+resumes; a reply that fails validation is recorded as a failure, and a prompt that does not fit
+the judge's context is recorded as one without being sent.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from localbench.benchmarks.asb.judges import JudgeCall, decode, privacy_items_call, render_lines, schema_hash
+from localbench.judging.construct import templates, templates_hash
+from localbench.judging.gold import GoldItem, GoldMessage, gold_hash, read_gold, write_gold
+from localbench.judging.runner import JudgeRunSummary, JudgeTask, run_judge_tasks
+from localbench.runtime.records import JsonlStore
+from localbench.serving.client import StructuredClient
+from localbench.serving.output import OutputSpec
+from localbench.serving.seeds import derive_seed
+from localbench.serving.types import GenerationRequest
+
+VARIANTS = ("base", "shuffled", "padded")
+CONFIG_FILE = "eval.json"
+GOLD_COPY = "gold.jsonl"
+JUDGMENTS = "judgments.jsonl"
+
+
+@dataclass
+class EvalConfig:
+    """What an eval asks; recorded in <out>/eval.json so `judges report` needs nothing else."""
+
+    judges: list[str]
+    seeds: int = 1  # K: seed 0 greedy, seeds 1..K-1 sampled
+    shuffle: bool = False
+    pad: bool = False
+    pad_messages: int = 8
+    temperature: float = 0.7  # for seeds >= 1
+    max_tokens: int = 400  # the benchmark's judge_max_tokens default
+    seed: int = 0
+    engine: str = "auto"
+    base_url: str | None = None
+    gold: str = ""
+    gold_hash: str = ""
+    templates_hash: str = ""
+    rubric: str = "asb/privacy_items.j2"
+    rubric_hash: str = ""
+
+    @property
+    def variants(self) -> list[str]:
+        return ["base"] + (["shuffled"] if self.shuffle else []) + (["padded"] if self.pad else [])
+
+
+def variant_messages(item: GoldItem, variant: str, seed: int = 0, pad_messages: int = 8) -> list[GoldMessage]:
+    """The item's messages as shown in one variant (deterministic in the seed)."""
+    msgs = [m.model_copy() for m in item.messages]
+    rng = random.Random(derive_seed(seed, "variant", item.id, variant))
+    if variant == "base":
+        return msgs
+    if variant == "shuffled":
+        if len(msgs) < 2:
+            return msgs
+        order = list(range(len(msgs)))
+        while order == sorted(order):
+            rng.shuffle(order)
+        return [msgs[i] for i in order]
+    if variant == "padded":
+        people = sorted({m.sender for m in msgs} | {r for m in msgs for r in m.recipients})
+        pads = list(templates()["padding"])
+        for _ in range(pad_messages):
+            sender = rng.choice(people)
+            to = [p for p in people if p != sender][:1] or [sender]
+            msgs.insert(rng.randint(0, len(msgs)), GoldMessage(sender=sender, recipients=to, content=rng.choice(pads)))
+        return msgs
+    raise ValueError(f"unknown variant '{variant}' (known: {', '.join(VARIANTS)})")
+
+
+def judge_call(item: GoldItem, messages: list[GoldMessage] | None = None) -> JudgeCall:
+    """The benchmark's dyadic privacy call for one gold item (one item key: ``item_1``)."""
+    shown = [m.model_dump() for m in (messages if messages is not None else item.messages)]
+    call = privacy_items_call(item.item.owner, [(item.id, item.item.text)], render_lines(shown), target=item.id)
+    call.n_messages = len(shown)
+    return call
+
+
+def task_key(judge: str, item_id: str, variant: str, seed_index: int) -> str:
+    return f"{judge}|{item_id}|{variant}|{seed_index}"
+
+
+def _fits(client: StructuredClient, max_tokens: int):
+    backend = client.backend
+    return lambda messages: backend.count_tokens(messages) + max_tokens <= backend.max_model_len
+
+
+def eval_tasks(judge: str, items: list[GoldItem], config: EvalConfig, client: StructuredClient,
+               store: JsonlStore) -> list[JudgeTask]:
+    """Every (item, variant, seed) task not yet in the store; prompts too long are recorded as failed."""
+    fits = _fits(client, config.max_tokens)
+    runs = [("base", k) for k in range(config.seeds)] + [(v, 0) for v in config.variants if v != "base"]
+    tasks = []
+    for it in items:
+        for variant, k in runs:
+            key = task_key(judge, it.id, variant, k)
+            if key in store:
+                continue
+            call = judge_call(it, variant_messages(it, variant, config.seed, config.pad_messages))
+            temp = 0.0 if k == 0 else config.temperature
+            meta = {"preset": judge, "item_id": it.id, "variant": variant, "seed_index": k, "temperature": temp,
+                    "judge": call.judge, "rubric": call.rubric, "rubric_hash": call.rubric_hash,
+                    "schema_hash": schema_hash(call.schema), "n_messages": call.n_messages}
+            if not fits(call.messages):
+                store.append({"key": key, **meta, "judge_model": judge, "label": None,
+                              "failure": f"prompt does not fit the context of '{judge}' "
+                                         f"({client.backend.max_model_len} tokens with max_tokens {config.max_tokens})",
+                              "text": None, "call": None})
+                continue
+            req = GenerationRequest(messages=call.messages, output=OutputSpec.from_schema(call.schema, name="privacy"),
+                                    role="judge", max_tokens=config.max_tokens, temperature=temp,
+                                    seed=derive_seed(config.seed, "gold-eval", it.id, variant, k), tag=key)
+            tasks.append(JudgeTask(key=key, request=req, decode=lambda parsed, c=call: decode(c, parsed), meta=meta))
+    return tasks
+
+
+def level_of(record: dict[str, Any]) -> str | None:
+    """The judged level of a gold-eval record; None for a failure (never read as "none")."""
+    if record.get("failure") or not record.get("label"):
+        return None
+    return record["label"]["levels"].get(record["item_id"])
+
+
+async def evaluate_judge(judge: str, client: StructuredClient, items: list[GoldItem], config: EvalConfig,
+                         store: JsonlStore, show_progress: bool = True) -> JudgeRunSummary:
+    tasks = eval_tasks(judge, items, config, client, store)
+    return await run_judge_tasks(client, tasks, store, show_progress=show_progress)
+
+
+def _spec_for(judge: str, config: EvalConfig):
+    from localbench.spec import EngineOptions, Models, RunSpec
+
+    return RunSpec(models=Models(agent=judge, judge=judge),
+                   serving=EngineOptions(engine=config.engine, base_url=config.base_url),  # type: ignore[arg-type]
+                   judge_max_tokens=config.max_tokens)
+
+
+def open_judge(judge: str, config: EvalConfig, out: Path) -> StructuredClient:
+    """A client for one judge preset, with the eval's own response cache (<out>/cache.sqlite)."""
+    from localbench.serving.session import open_client
+
+    spec = _spec_for(judge, config)
+    return open_client(spec, "judge", out)
+
+
+def prepare(gold: str | Path, out: str | Path, config: EvalConfig) -> list[GoldItem]:
+    """Validate the gold set, copy it into <out>, and record the config; a rerun must match it."""
+    items = read_gold(gold)
+    outp = Path(out)
+    outp.mkdir(parents=True, exist_ok=True)
+    config.gold, config.gold_hash = str(gold), gold_hash(gold)
+    config.templates_hash = templates_hash()
+    from localbench.judging.templates import rubric_hash
+
+    config.rubric_hash = rubric_hash(config.rubric)
+    cfg_path = outp / CONFIG_FILE
+    if cfg_path.exists():
+        old = json.loads(cfg_path.read_text())
+        if old.get("gold_hash") != config.gold_hash:
+            from localbench.errors import UserError
+
+            raise UserError(f"{out}: this eval directory holds results for another gold set "
+                            f"({old.get('gold')}); use a new --out")
+        config.judges = list(dict.fromkeys(old.get("judges", []) + config.judges))
+    cfg_path.write_text(json.dumps(asdict(config), indent=2))
+    write_gold(outp / GOLD_COPY, items)
+    return items
+
+
+async def run_eval(gold: str | Path, out: str | Path, config: EvalConfig, judges: list[str] | None = None,
+                   clients: dict[str, StructuredClient] | None = None,
+                   show_progress: bool = True) -> dict[str, JudgeRunSummary]:
+    """Every judge over every gold item, one judge (one engine) at a time; returns per-judge summaries.
+
+    ``clients`` may supply ready clients by preset name (tests, or a caller that already holds an
+    engine); otherwise each judge's engine is opened and closed in turn.
+    """
+    todo = judges or config.judges
+    config.judges = list(todo)
+    items = prepare(gold, out, config)
+    store = JsonlStore(Path(out) / JUDGMENTS)
+    summaries = {}
+    for judge in todo:
+        client = (clients or {}).get(judge) or open_judge(judge, config, Path(out))
+        try:
+            summaries[judge] = await evaluate_judge(judge, client, items, config, store, show_progress)
+        finally:
+            if not clients or judge not in clients:
+                await client.aclose()
+    return summaries
+
+
+@dataclass
+class EvalData:
+    """A finished (or partial) eval directory, read back."""
+
+    path: Path
+    config: EvalConfig
+    gold: list[GoldItem]
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    def labels(self, judge: str, variant: str = "base", seed_index: int = 0) -> dict[str, str | None]:
+        """{item id: level or None} for every gold item (None = failed or not judged yet)."""
+        got = {r["item_id"]: level_of(r) for r in self.records
+               if r["preset"] == judge and r["variant"] == variant and r["seed_index"] == seed_index}
+        return {it.id: got.get(it.id) for it in self.gold}
+
+    def judged(self, judge: str) -> int:
+        return sum(1 for r in self.records if r["preset"] == judge)
+
+    def failures(self, judge: str, variant: str = "base", seed_index: int = 0) -> int:
+        return sum(1 for r in self.records if r["preset"] == judge and r["variant"] == variant
+                   and r["seed_index"] == seed_index and r.get("failure"))
+
+
+def load_eval(out: str | Path) -> EvalData:
+    from localbench.errors import UserError
+
+    p = Path(out)
+    cfg = p / CONFIG_FILE
+    if not cfg.exists():
+        raise UserError(f"{p}: not a judges eval directory (no {CONFIG_FILE}; run `localbench judges eval` first)")
+    config = EvalConfig(**json.loads(cfg.read_text()))
+    store = JsonlStore(p / JUDGMENTS)
+    return EvalData(p, config, read_gold(p / GOLD_COPY), list(store.read()))

@@ -1,0 +1,245 @@
+"""Gold sets for judge reliability: the item format, JSONL read/write, and merging annotators.
+
+A gold item is what one judge call sees plus the answer it should give: the messages (sender,
+recipients, content), the one private item they are judged against (owner, text, optional field
+name, so AgentLeak-style vault fields fit too), the label none / partial / full, and where the
+label came from (construction, a human annotator, a reference judge, an import). The format is
+documented for users in judges/gold/README.md; every line is validated on read and a bad line is
+reported by file, line and field.
+
+Human labels live in separate append-only files, one per annotator (see labeller.py); ``merge``
+joins them into a gold set by a stated rule and reports how far the annotators agree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from localbench.errors import UserError
+
+Level = Literal["none", "partial", "full"]
+LEVELS: tuple[str, ...] = ("none", "partial", "full")
+SourceKind = Literal["construction", "human", "judge", "import"]
+MergeRule = Literal["majority", "unanimous"]
+
+
+class GoldError(UserError, ValueError):
+    """A gold or label file that cannot be read; the message names the file, line and field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class GoldMessage(_Strict):
+    """One message as the judge sees it: display names for sender and recipients."""
+
+    sender: str
+    recipients: list[str] = Field(default_factory=list)
+    content: str
+
+
+class GoldPrivateItem(_Strict):
+    """The private item the messages are judged against (an ASB item or an AgentLeak vault field)."""
+
+    owner: str  # display name of whose information it is
+    text: str
+    field: str | None = None  # vault field name (e.g. "ssn"), when the source has one
+    id: str | None = None  # the item's id in its source (e.g. an ASB item id)
+    domain: str | None = None
+
+
+class Provenance(_Strict):
+    """Where a label came from and how the item was made, so any label can be traced and rebuilt."""
+
+    kind: SourceKind
+    method: str | None = None  # construction: verbatim, split, fragment, clause, abstraction, ...
+    template: str | None = None  # construction: template id(s) used
+    seed: int | None = None  # construction: the seed the item was drawn with
+    generator: str | None = None  # preset that rewrote the planted text (label kept)
+    annotator: str | None = None  # human: who labelled it (after a merge: the rule)
+    judge: str | None = None  # judge: the reference judge preset
+    note: str = ""
+
+
+class GoldItem(_Strict):
+    """One judged unit: context messages, one private item, its label and its provenance.
+
+    ``label`` None means unlabelled (items waiting for annotators, or a reference judge that
+    failed). ``planted`` lists the indices of messages that carry the item (construction only).
+    ``annotations`` holds each annotator's label after a merge.
+    """
+
+    id: str
+    messages: list[GoldMessage] = Field(min_length=1)
+    item: GoldPrivateItem
+    label: Level | None = None
+    source: Provenance
+    planted: list[int] = Field(default_factory=list)
+    annotations: dict[str, Level | None] = Field(default_factory=dict)
+    scenario: str | None = None
+    category: str | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    def as_judge_messages(self) -> list[dict[str, Any]]:
+        return [m.model_dump() for m in self.messages]
+
+
+class LabelRecord(_Strict):
+    """One answer from one annotator (a line of a label file); ``label`` None with ``skipped``."""
+
+    key: str  # = item_id, so a label file is a keyed, resumable JsonlStore
+    item_id: str
+    annotator: str
+    label: Level | None
+    skipped: bool = False
+    time: str = ""
+
+
+# -- reading and writing ---------------------------------------------------------------------------
+
+def _field_of(err: ValidationError) -> str:
+    e = err.errors()[0]
+    loc = ".".join(str(x) for x in e["loc"]) or "(record)"
+    return f"field '{loc}': {e['msg']}"
+
+
+def _jsonl(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
+    try:
+        f = open(path, encoding="utf-8")
+    except OSError as e:
+        raise GoldError(f"{path}: cannot read: {e.strerror}") from e
+    with f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise GoldError(f"{path}:{n}: not valid JSON: {e.msg}") from e
+            if not isinstance(data, dict):
+                raise GoldError(f"{path}:{n}: a line must be a JSON object")
+            yield n, data
+
+
+def read_gold(path: str | Path) -> list[GoldItem]:
+    """Every item of a gold JSONL file, validated; ids must be unique."""
+    p = Path(path)
+    items: list[GoldItem] = []
+    seen: dict[str, int] = {}
+    for n, data in _jsonl(p):
+        try:
+            item = GoldItem.model_validate(data)
+        except ValidationError as e:
+            raise GoldError(f"{p}:{n}: {_field_of(e)}") from e
+        if item.id in seen:
+            raise GoldError(f"{p}:{n}: field 'id': duplicate id '{item.id}' (first on line {seen[item.id]})")
+        bad = [i for i in item.planted if not 0 <= i < len(item.messages)]
+        if bad:
+            raise GoldError(f"{p}:{n}: field 'planted': index {bad[0]} is outside the {len(item.messages)} messages")
+        seen[item.id] = n
+        items.append(item)
+    if not items:
+        raise GoldError(f"{p}: no gold items")
+    return items
+
+
+def write_gold(path: str | Path, items: Sequence[GoldItem]) -> Path:
+    """Write a gold set atomically (temp file, fsync, rename): a crash never leaves half a file."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(p.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for it in items:
+            f.write(json.dumps(it.model_dump(mode="json", exclude_defaults=False), ensure_ascii=False) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    tmp.replace(p)
+    return p
+
+
+def read_labels(path: str | Path) -> list[LabelRecord]:
+    """One annotator file (as written by ``localbench judges label``); later answers win."""
+    p = Path(path)
+    out: dict[str, LabelRecord] = {}
+    for n, data in _jsonl(p):
+        try:
+            rec = LabelRecord.model_validate(data)
+        except ValidationError as e:
+            raise GoldError(f"{p}:{n}: {_field_of(e)}") from e
+        out[rec.item_id] = rec
+    return list(out.values())
+
+
+def labels_of(items: Iterable[GoldItem]) -> dict[str, str | None]:
+    return {it.id: it.label for it in items}
+
+
+def gold_hash(path: str | Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+# -- merging annotators --------------------------------------------------------------------------
+
+def consensus(labels: Sequence[str | None], rule: MergeRule = "majority") -> str | None:
+    """The merged label: a strict majority (or unanimity) of the annotators who answered, else None."""
+    given = [lv for lv in labels if lv is not None]
+    if not given:
+        return None
+    (top, count), *rest = Counter(given).most_common() + [(None, 0)]
+    if rule == "unanimous":
+        return top if count == len(given) else None
+    return top if count > rest[0][1] and count * 2 > len(given) else None
+
+
+def annotator_labels(items: Sequence[GoldItem], files: Sequence[str | Path]) -> dict[str, dict[str, str | None]]:
+    """{annotator: {item id: label}} from label files; unknown item ids and clashes are errors."""
+    ids = {it.id for it in items}
+    out: dict[str, dict[str, str | None]] = {}
+    for f in files:
+        recs = read_labels(f)
+        for r in recs:
+            if r.item_id not in ids:
+                raise GoldError(f"{f}: item_id '{r.item_id}' is not in the gold set")
+        names = {r.annotator for r in recs}
+        if len(names) > 1:
+            raise GoldError(f"{f}: one label file per annotator, found {', '.join(sorted(names))}")
+        if not names:
+            continue
+        name = names.pop()
+        if name in out:
+            raise GoldError(f"{f}: annotator '{name}' appears in two label files")
+        out[name] = {r.item_id: r.label for r in recs if not r.skipped}
+    return out
+
+
+def merge(items: Sequence[GoldItem], by_annotator: Mapping[str, Mapping[str, str | None]],
+          rule: MergeRule = "majority", keep_existing: bool = False) -> list[GoldItem]:
+    """Gold items labelled by the annotators' consensus; each annotator's label kept in ``annotations``.
+
+    Items with no consensus are left unlabelled (label None) — reported, never guessed. With
+    ``keep_existing`` an item's existing label (e.g. its construction label) is kept and the
+    human labels are only recorded beside it, so both can be compared.
+    """
+    out = []
+    for it in items:
+        ann = {name: labels.get(it.id) for name, labels in by_annotator.items() if it.id in labels}
+        merged = it.model_copy(deep=True)
+        merged.annotations = {**it.annotations, **ann}
+        if not keep_existing:
+            merged.label = consensus(list(merged.annotations.values()), rule)
+            merged.source = Provenance(kind="human", method=it.source.method, template=it.source.template,
+                                       seed=it.source.seed, generator=it.source.generator,
+                                       annotator=f"{rule} of {', '.join(sorted(merged.annotations))}",
+                                       note=f"original label ({it.source.kind}): {it.label}")
+        out.append(merged)
+    return out

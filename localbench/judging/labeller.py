@@ -1,0 +1,130 @@
+"""`localbench judges label`: a terminal tool for human labels, one item and one keypress at a time.
+
+The annotator sees what the judge sees (the private item and the messages, in the judge's own
+transcript format) and never the item's existing label. Keys: n / p / f label none / partial /
+full, s skips, q quits. Every answer is appended to the annotator's label file and fsynced before
+the next item is shown, so quitting, Ctrl-C or a crash loses nothing; running the same command
+again resumes at the first item not yet answered (skipped items stay skipped unless asked).
+
+On a terminal a single keypress answers (cbreak mode, so Ctrl-C still interrupts); when stdin is
+a pipe or file, each line's first character is the answer, which is how scripts drive it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Iterator
+
+from localbench.judging.gold import GoldItem, LabelRecord, read_gold
+from localbench.runtime.records import JsonlStore
+
+KEYS = {"n": "none", "p": "partial", "f": "full"}
+PROMPT = "[n]one  [p]artial  [f]ull  [s]kip  [q]uit > "
+
+
+def default_labels_path(gold: str | Path, annotator: str) -> Path:
+    g = Path(gold)
+    return g.with_name(f"{g.stem}.labels.{annotator}.jsonl")
+
+
+@dataclass
+class LabelSummary:
+    path: Path
+    total: int
+    answered: int = 0  # answers given in this session
+    skipped: int = 0
+    remaining: int = 0
+    interrupted: bool = False
+
+
+def _keys_from_tty(stream: IO[str]) -> Iterator[str]:
+    """Single keypresses from a terminal; the terminal's mode is restored however this ends."""
+    import termios
+    import tty
+
+    fd = stream.fileno()
+    old = termios.tcgetattr(fd)
+    try:
+        tty.setcbreak(fd)  # no line buffering, no echo; ISIG stays on so Ctrl-C raises
+        while True:
+            ch = os.read(fd, 1).decode("utf-8", "replace")
+            if not ch or ch == "\x04":  # EOF / Ctrl-D
+                return
+            yield ch
+    finally:
+        termios.tcsetattr(fd, termios.TCSADRAIN, old)
+
+
+def _keys_from_lines(stream: IO[str]) -> Iterator[str]:
+    for line in stream:
+        s = line.strip()
+        yield s[:1] if s else ""
+
+
+def keys(stream: IO[str]) -> Iterator[str]:
+    return _keys_from_tty(stream) if stream.isatty() else _keys_from_lines(stream)
+
+
+def show(item: GoldItem, n: int, total: int, out: IO[str]) -> None:
+    from localbench.benchmarks.asb.judges import render_lines
+
+    field = f" (field: {item.item.field})" if item.item.field else ""
+    out.write(f"\n── item {n}/{total}: {item.id}\n")
+    out.write(f"Private item of {item.item.owner}{field}:\n  {item.item.text}\n\nMessages:\n")
+    out.write(render_lines(item.as_judge_messages(), keys=[str(i) for i in range(len(item.messages))]) + "\n\n")
+    out.write("How much of the item do these messages reveal?\n")
+    out.flush()
+
+
+def label_session(gold: str | Path, annotator: str, labels: str | Path | None = None,
+                  stdin: IO[str] | None = None, stdout: IO[str] | None = None,
+                  redo_skipped: bool = False) -> LabelSummary:
+    """Label every item of ``gold`` not yet answered by ``annotator``; returns what happened."""
+    stdin = stdin or sys.stdin
+    out = stdout or sys.stdout
+    items = read_gold(gold)
+    path = Path(labels) if labels else default_labels_path(gold, annotator)
+    store = JsonlStore(path)
+    done = {k for k in store.keys() if not k.endswith("|skip")}
+    if not redo_skipped:
+        done |= {k.removesuffix("|skip") for k in store.keys() if k.endswith("|skip")}
+    todo = [it for it in items if it.id not in done]
+    summary = LabelSummary(path=path, total=len(items), remaining=len(todo))
+    out.write(f"{len(items) - len(todo)} of {len(items)} items already labelled by {annotator}; "
+              f"answers go to {path}\n")
+    if not todo:
+        out.write("nothing left to label\n")
+        return summary
+    stream = keys(stdin)
+    try:
+        for item in todo:
+            show(item, len(items) - summary.remaining + 1, len(items), out)
+            while True:
+                out.write(PROMPT)
+                out.flush()
+                ch = next(stream, "q").lower()
+                if ch in KEYS or ch in ("s", "q"):
+                    break
+                out.write(f"\n  '{ch}' is not an answer\n")
+            out.write(ch + "\n")
+            if ch == "q":
+                break
+            skipped = ch == "s"
+            rec = LabelRecord(key=f"{item.id}|skip" if skipped else item.id, item_id=item.id, annotator=annotator,
+                              label=None if skipped else KEYS[ch], skipped=skipped,
+                              time=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+            store.append(rec.model_dump())  # flushed and fsynced before the next item is shown
+            summary.remaining -= 1
+            summary.skipped += skipped
+            summary.answered += not skipped
+    except KeyboardInterrupt:
+        summary.interrupted = True
+        out.write("\ninterrupted\n")
+    out.write(f"{summary.answered} answered, {summary.skipped} skipped in this session; "
+              f"{summary.remaining} left. Saved in {path}; run the same command to resume.\n")
+    out.flush()
+    return summary

@@ -1,0 +1,124 @@
+"""`localbench judges rejudge RUN_DIR --judges ...`: judge a finished run again with other judges.
+
+Each judge's labels go to runs/<id>/judges/<preset>/judgments.jsonl (same records, keys and
+rubrics as the run's own judge stage — ``localbench.benchmarks.asb.evaluate.judge_run``), then the
+benchmark's metric code scores them into scenario_scores.jsonl and scores.json beside it. The
+run's own judgments.jsonl stays untouched and counts as the judge named in its spec.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from localbench.benchmarks.asb.metrics import HEADLINE
+from localbench.errors import UserError
+from localbench.rundir import RunDir
+from localbench.runtime.records import JsonlStore
+from localbench.serving.client import StructuredClient
+
+PRIVACY_JUDGES = ("privacy", "privacy_pairs")
+LEAK_PREFIXES = tuple(set(HEADLINE.values()) | {"CER", "CULR"})
+
+
+def judges_root(run_dir: str | Path) -> Path:
+    return Path(run_dir) / "judges"
+
+
+def judge_dir(run_dir: str | Path, preset: str) -> Path:
+    return judges_root(run_dir) / preset
+
+
+def is_leak_metric(name: str) -> bool:
+    return name.split("_")[0] in LEAK_PREFIXES
+
+
+@dataclass
+class RunJudgments:
+    """One judge's labels of one run, and where they came from."""
+
+    judge: str
+    path: Path  # the judgments.jsonl
+    own: bool  # the run's own judge stage (not a rejudge)
+    records: list[dict[str, Any]]
+
+
+def run_judgments(run_dir: str | Path) -> list[RunJudgments]:
+    """The run's own judgments plus every rejudge under runs/<id>/judges/."""
+    from localbench.pipeline import spec_of
+
+    rd = RunDir(run_dir)
+    out = []
+    own = rd.path / "judgments.jsonl"
+    if own.exists():
+        judge = spec_of(rd.path).models.for_role("judge")
+        out.append(RunJudgments(judge, own, True, list(JsonlStore(own).read())))
+    root = judges_root(run_dir)
+    if root.is_dir():
+        for d in sorted(root.iterdir()):
+            f = d / "judgments.jsonl"
+            if f.exists() and not any(r.judge == d.name for r in out):
+                out.append(RunJudgments(d.name, f, False, list(JsonlStore(f).read())))
+    return out
+
+
+def score_with(run_dir: str | Path, judge: str, judgments: list[dict[str, Any]], leakage_only: bool,
+               write_to: Path | None = None) -> list[dict[str, Any]]:
+    """Per-simulation metrics from these judgments by the benchmark's code (optionally written)."""
+    from localbench.benchmarks.asb.scoring import aggregate, scenario_scores, write_scores
+    from localbench.pipeline import read_transcripts, scenarios_for, spec_of
+
+    spec = spec_of(run_dir)
+    rd = RunDir(run_dir)
+    records = scenario_scores(read_transcripts(rd), judgments, scenarios_for(spec), judge)
+    if leakage_only:
+        for r in records:
+            r["metrics"] = {k: v for k, v in r["metrics"].items() if is_leak_metric(k)}
+            r["failed"] = [k for k in r["failed"] if is_leak_metric(k)]
+    if write_to is not None:
+        write_to.mkdir(parents=True, exist_ok=True)
+        scores = aggregate(records, spec.resolved_run_id, judge, seed=spec.seed)
+        write_scores(write_to, records, scores)
+    return records
+
+
+async def rejudge_one(run_dir: str | Path, judge: str, leakage_only: bool = True,
+                      client: StructuredClient | None = None, show_progress: bool = True) -> Path:
+    """Judge the run with ``judge``; returns runs/<id>/judges/<judge>/."""
+    from localbench.benchmarks.asb.evaluate import build_tasks
+    from localbench.judging.runner import run_judge_tasks
+    from localbench.pipeline import read_transcripts, scenarios_for, spec_of
+    from localbench.serving.session import open_client
+
+    spec = spec_of(run_dir)
+    spec = spec.model_copy(update={"models": spec.models.model_copy(update={"judge": judge})})
+    rd = RunDir(run_dir)
+    transcripts = read_transcripts(rd)
+    if not transcripts:
+        raise UserError(f"{rd.path}: no transcripts to judge")
+    out = judge_dir(run_dir, judge)
+    out.mkdir(parents=True, exist_ok=True)
+    store = JsonlStore(out / "judgments.jsonl")
+    own = client is None
+    client = client or open_client(spec, "judge", rd.path)
+    try:
+        tasks = build_tasks(spec, transcripts, scenarios_for(spec), client, store)
+        if leakage_only:
+            tasks = [t for t in tasks if t.meta["judge"] in PRIVACY_JUDGES]
+        summary = await run_judge_tasks(client, tasks, store, max_concurrency=spec.serving.max_concurrency,
+                                        show_progress=show_progress)
+    finally:
+        if own:
+            await client.aclose()
+    (out / "rejudge.json").write_text(json.dumps({
+        "judge": judge, "leakage_only": leakage_only, "calls": summary.total, "done": summary.done,
+        "skipped": summary.skipped, "failed": summary.failed}, indent=2))
+    score_with(run_dir, judge, list(store.read()), leakage_only, write_to=out)
+    return out
+
+
+def rejudge(run_dir: str | Path, judges: list[str], leakage_only: bool = True) -> list[Path]:
+    return [asyncio.run(rejudge_one(run_dir, j, leakage_only)) for j in judges]
