@@ -74,8 +74,10 @@ class RunDir:
 
     def update_provenance(self, section: str, data: Any) -> None:
         """Add or replace one top-level section of spec.yaml (e.g. the judge stage's provenance)."""
+        import json
+
         doc = self.read_spec()
-        doc[section] = data
+        doc[section] = json.loads(json.dumps(data, default=str))  # plain YAML types only
         tmp = self.spec_file.with_suffix(".yaml.tmp")
         tmp.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
         tmp.replace(self.spec_file)

@@ -315,6 +315,8 @@ def paired_bootstrap_test(
     ci = bootstrap_ci(d, n_resamples=n_resamples, confidence=confidence, seed=seed)
     if np.all(d == 0):
         p = 1.0
+    elif n < 2:
+        p = math.nan  # one pair carries no information about its sign under the null
     else:
         res = sps.permutation_test(
             (x, y),

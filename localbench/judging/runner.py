@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from localbench.runtime.records import JsonlStore
+from localbench.runtime.scheduler import Progress
 from localbench.serving.client import StructuredClient
 from localbench.serving.types import GenerationRequest
 
@@ -35,13 +35,14 @@ class JudgeRunSummary:
 
 
 async def run_judge_tasks(client: StructuredClient, tasks: list[JudgeTask], store: JsonlStore,
-                          max_concurrency: int = 64, show_progress: bool = True) -> JudgeRunSummary:
+                          max_concurrency: int = 64, show_progress: bool | None = None) -> JudgeRunSummary:
     """Run every task whose key is not in ``store``; append one record per task as it finishes."""
     summary = JudgeRunSummary(total=len(tasks))
     todo = [t for t in tasks if t.key not in store]
     summary.skipped = len(tasks) - len(todo)
     sem = asyncio.Semaphore(max_concurrency)
-    t0 = time.monotonic()
+    enabled = sys.stderr.isatty() if show_progress is None else show_progress
+    progress = Progress(len(todo), [client.stats], "judging", enabled=enabled and bool(todo))
 
     async def one(task: JudgeTask) -> None:
         async with sem:
@@ -57,13 +58,8 @@ async def run_judge_tasks(client: StructuredClient, tasks: list[JudgeTask], stor
                       "failure": failure, "text": res.text if failure else None, "call": res.summary()})
         summary.done += 1
         summary.failed += failure is not None
-        if show_progress:
-            rate = client.stats.tokens_per_s()
-            print(f"\r  judging: {summary.done}/{len(todo)} calls, {summary.failed} failed, "
-                  f"{client.stats.in_flight} in flight, {rate:.0f} tok/s, {time.monotonic() - t0:.0f}s",
-                  end="", file=sys.stderr, flush=True)
+        progress.update(summary.done, summary.failed)
 
-    await asyncio.gather(*(one(t) for t in todo))
-    if show_progress and todo:
-        print(file=sys.stderr)
+    with progress:
+        await asyncio.gather(*(one(t) for t in todo))
     return summary

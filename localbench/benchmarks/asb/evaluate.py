@@ -51,10 +51,10 @@ def build_tasks(spec: RunSpec, transcripts: list[dict[str, Any]], scenarios: dic
             raise KeyError(f"transcript {t['key']}: scenario '{t['scenario']}' is not in {spec.scenarios}")
         for call in judge_calls(scenario, delivered_messages(t), fits):
             key = f"{t['key']}|{call.judge}|{call.target}"
-            if key in store:
-                continue
             meta = _meta(t, call)
             if call.n_messages == 0:
+                if key in store:
+                    continue
                 store.append({"key": key, **meta, "judge_model": "rule", "label": rule_label(call),
                               "failure": None, "text": None, "call": None})
                 continue
@@ -67,7 +67,7 @@ def build_tasks(spec: RunSpec, transcripts: list[dict[str, Any]], scenarios: dic
 
 
 async def judge_run(spec: RunSpec, transcripts: list[dict[str, Any]], scenarios: dict[str, Scenario],
-                    client: StructuredClient, store: JsonlStore, show_progress: bool = True) -> JudgeRunSummary:
+                    client: StructuredClient, store: JsonlStore, show_progress: bool | None = None) -> JudgeRunSummary:
     tasks = build_tasks(spec, transcripts, scenarios, client, store)
     return await run_judge_tasks(client, tasks, store, max_concurrency=spec.serving.max_concurrency,
                                  show_progress=show_progress)

@@ -1,0 +1,56 @@
+"""`localbench run` (simulate → judge → score → report), and the `judge` and `score` stages alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from localbench.commands import spec_flags as F
+
+# The embedded default: asb-mini at L0 and L2, SmolLM2-135M as agent and judge, sized to finish in
+# about ten minutes on a 2-core CPU. Any flag or a spec file replaces it (see README, "Run more").
+EMBEDDED_DEFAULT = {"scenarios": "builtin", "levels": ["L0", "L2"], "limit": 1,
+                    "max_rounds": {"CD": 4, "MC": 4, "CU": 4, "GC": 3, "HS": 3, "CM": 3, "AM": 3}}
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("run")
+    def run(spec_file: F.SpecFile = None, scenarios: F.Scenarios = None, categories: F.Categories = None,
+            levels: F.Levels = None, agent: F.Agent = None, user_sim: F.UserSim = None, judge: F.Judge = None,
+            engine: F.Engine = None, base_url: F.BaseUrl = None, limit: F.Limit = None, seeds: F.Seeds = None,
+            seed: F.Seed = None, max_rounds: F.MaxRounds = None, max_tokens: F.MaxTokens = None, out: F.Out = None,
+            run_id: F.RunId = None, no_cache: F.NoCache = False) -> None:
+        """Run a benchmark end to end. With no arguments: the embedded default on CPU (about 10 minutes)."""
+        given = {k: v for k, v in locals().items() if k != "spec_file"}
+        from localbench.pipeline import run_all
+
+        use_default = spec_file is None and all(v in (None, False) for v in given.values())
+        spec = F.spec_from_flags(spec_file, **given, defaults=EMBEDDED_DEFAULT if use_default else None)
+        report = run_all(spec)
+        typer.echo(f"run directory: {spec.run_dir}")
+        typer.echo(f"report: {report}")
+
+    @app.command("judge")
+    def judge(run_dir: Path = typer.Argument(..., help="a run directory (runs/<id>)"),
+              judge_model: F.Judge = None, base_url: F.BaseUrl = None, engine: F.Engine = None) -> None:
+        """Judge every finished simulation of a run (resumes; finished calls are skipped)."""
+        from localbench.pipeline import judge_stage, spec_of
+
+        spec = spec_of(run_dir)
+        upd = spec.model_dump()
+        if judge_model:
+            upd["models"]["judge"] = judge_model
+        if base_url:
+            upd["serving"]["judge_base_url"] = base_url
+        if engine:
+            upd["serving"]["engine"] = engine
+        judge_stage(type(spec).model_validate(upd))
+
+    @app.command("score")
+    def score(run_dir: Path = typer.Argument(..., help="a run directory (runs/<id>)")) -> None:
+        """Compute scores.json and scenario_scores.jsonl from transcripts and judgments."""
+        from localbench.pipeline import score_stage, spec_of
+
+        scores = score_stage(spec_of(run_dir))
+        typer.echo(f"{len(scores.rows)} score rows → {Path(run_dir) / 'scores.json'}")
