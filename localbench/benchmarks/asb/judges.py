@@ -220,8 +220,7 @@ def abstraction_calls(scenario: Scenario, messages: list[dict[str, Any]], fits: 
         def build(chunk):
             keys = [f"m_{m.get('index', i)}" for i, m in enumerate(chunk)]
             schema = _obj({k: {"enum": list(IAS_SCORES)} for k in keys})
-            ctx = {"items": scenario.items, "abstractions": scenario.abstractions,
-                   "transcript": render_transcript(scenario, chunk, keys)}
+            ctx = {"items": scenario.items, "transcript": render_transcript(scenario, chunk, keys)}
             return JudgeCall("abstraction", f"msgs{start}", "asb/abstraction.j2",
                              _chat("asb/abstraction.j2", **ctx), schema,
                              keymap={k: m.get("index", i) for k, (i, m) in zip(keys, enumerate(chunk))})

@@ -1,0 +1,131 @@
+"""`localbench run` end to end (simulate → judge → score → report) and the judges' contracts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from localbench.benchmarks.asb.judges import judge_calls
+from localbench.benchmarks.asb.ladder import resolve_levels
+from localbench.benchmarks.asb.loaders import load_scenarios
+from localbench.benchmarks.asb.metrics import HEADLINE
+
+CATS = "CD,MC,CU,GC,HS,CM,AM"
+
+
+def _run_cli(*args, env=None, timeout=900):
+    return subprocess.run([sys.executable, "-m", "localbench.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory, tiny_dir):
+    out = tmp_path_factory.mktemp("runs")
+    r = _run_cli("run", "--agent", "tiny-random", "--engine", "hf", "--categories", CATS, "--levels", "L0,L1,L2",
+                 "--limit", "1", "--max-rounds", "2", "--out", str(out), "--run-id", "tiny")
+    assert r.returncode == 0, r.stderr[-3000:]
+    return out / "tiny"
+
+
+def _jsonl(p: Path):
+    return [json.loads(x) for x in p.read_text().splitlines() if x.strip()]
+
+
+def test_run_writes_every_artifact(tiny_run):
+    for f in ("spec.yaml", "transcripts.jsonl", "judgments.jsonl", "scores.json", "scenario_scores.jsonl",
+              "report.html", "report.md"):
+        assert (tiny_run / f).stat().st_size > 0, f
+    assert len(_jsonl(tiny_run / "transcripts.jsonl")) == 7 * 3
+    assert list((tiny_run / "figures").glob("*.png"))
+
+
+def test_every_item_labelled_and_judgments_schema_valid(tiny_run):
+    scen = {s.id: s for s in load_scenarios("builtin", limit=1).scenarios}
+    judgments = _jsonl(tiny_run / "judgments.jsonl")
+    assert len({j["key"] for j in judgments}) == len(judgments)  # no duplicates
+    for j in judgments:
+        assert j["failure"] is None or j["label"] is None
+        if j["judge"] == "privacy" and j["label"]:
+            owner = j["target"].split("#")[0]
+            items = scen[j["scenario"]].items if owner == "all" else scen[j["scenario"]].items_of(owner)
+            assert set(j["label"]["levels"]) == {it.id for it in items}
+            assert set(j["label"]["levels"].values()) <= {"none", "partial", "full"}
+    by_sim = {}
+    for j in judgments:
+        by_sim.setdefault(j["sim_key"], set()).add(j["judge"])
+    for t in _jsonl(tiny_run / "transcripts.jsonl"):
+        assert {"task", "behaviour"} <= by_sim[t["key"]]
+        assert by_sim[t["key"]] & {"privacy", "privacy_pairs"}
+
+
+def test_scores_cover_every_category_and_level(tiny_run):
+    scores = json.loads((tiny_run / "scores.json").read_text())
+    seen = {(r["metric"], r["category"], r["level"]) for r in scores["rows"]}
+    for cat, metric in HEADLINE.items():
+        for lv in ("L0", "L1", "L2"):
+            assert (metric, cat, lv) in seen or any(
+                r["metric"] == metric and r["category"] == cat and r["level"] == lv and r["n_failed"] for r in scores["rows"])
+    for r in scores["rows"]:
+        assert r["n"] + r["n_failed"] >= 1
+
+
+def _template_lines() -> list[str]:
+    """Literal sentences of every agent-side prompt template (privacy ladder, system prompts)."""
+    root = Path(__file__).resolve().parent.parent / "localbench" / "benchmarks" / "asb" / "prompts"
+    out = []
+    for f in root.glob("*.j2"):
+        for line in f.read_text().splitlines():
+            line = line.strip(" -#*")
+            if len(line) >= 30 and "{" not in line and "}" not in line:
+                out.append(line)
+    return out
+
+
+async def test_judges_are_template_blind(tiny_run, tmp_path):
+    """Inspect every judge request of a run: no privacy level, no agent prompt text, no ladder heading."""
+    from localbench.benchmarks.asb.evaluate import judge_run
+    from localbench.benchmarks.asb.ladder import LEVELS, MARKERS
+    from localbench.pipeline import scenarios_for, spec_of
+    from localbench.runtime.records import JsonlStore
+    from localbench.serving.client import StructuredClient
+    from localbench.serving.engines import open_backend
+
+    spec = spec_of(tiny_run)
+    backend = open_backend("tiny-random", "hf")
+    seen = []
+    real = backend.complete
+
+    async def recording(req):
+        seen.append(req)
+        return await real(req)
+
+    backend.complete = recording
+    client = StructuredClient(backend)
+    transcripts = _jsonl(tiny_run / "transcripts.jsonl")
+    await judge_run(spec, transcripts, scenarios_for(spec), client, JsonlStore(tmp_path / "j.jsonl"))
+    await client.aclose()
+    assert len(seen) > 20
+    # mode names that are not plain English words ("explicit" is, and rubrics may use it)
+    forbidden = list(MARKERS.values()) + ["full_defense", "unconstrained", "zdd"] + _template_lines()
+    labels = [lv.label for lv in LEVELS.values()]
+    for req in seen:
+        text = "\n".join(m["content"] for m in req.messages)
+        for f in forbidden:
+            assert f not in text, f"judge request {req.tag} contains {f!r}"
+        for lab in labels:
+            assert f" {lab} " not in text and f"level {lab}" not in text
+
+
+def test_resume_makes_no_new_calls(tiny_run):
+    before = _jsonl(tiny_run / "judgments.jsonl")
+    r = _run_cli("run", "--agent", "tiny-random", "--engine", "hf", "--categories", CATS, "--levels", "L0,L1,L2",
+                 "--limit", "1", "--max-rounds", "2", "--out", str(tiny_run.parent), "--run-id", "tiny")
+    assert r.returncode == 0, r.stderr[-2000:]
+    after = _jsonl(tiny_run / "judgments.jsonl")
+    assert len(after) == len(before)
+    assert len(_jsonl(tiny_run / "transcripts.jsonl")) == 21
