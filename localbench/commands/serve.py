@@ -1,0 +1,60 @@
+"""`localbench serve PRESET`: run vLLM's OpenAI-compatible server for a preset until Ctrl-C.
+
+Another machine (or another run) then uses it with the ``openai`` engine and the printed base
+URL; the server has the same grammar settings as the in-process ``vllm`` engine.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import typer
+
+
+def _example(base_url: str, model: str) -> str:
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": "Give a verdict."}],
+        "max_tokens": 64,
+        "response_format": {"type": "json_schema", "json_schema": {
+            "name": "verdict", "strict": True,
+            "schema": {"type": "object", "properties": {"verdict": {"enum": ["pass", "fail"]}},
+                       "required": ["verdict"], "additionalProperties": False}}},
+    }
+    return (f"curl -s {base_url}/chat/completions -H 'Content-Type: application/json' "
+            f"-d '{json.dumps(body, separators=(',', ':'))}'")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("serve")
+    def serve(
+        preset: str = typer.Argument(..., help="model preset name (serving/NAME.yaml) or a preset YAML file"),
+        port: int = typer.Option(0, "--port", help="port to listen on (0: a free one)"),
+        host: str = typer.Option("127.0.0.1", "--host", help="address to bind (0.0.0.0 to serve other machines)"),
+        startup_timeout: float = typer.Option(600.0, "--startup-timeout", help="seconds to wait for /health"),
+    ) -> None:
+        """Start vLLM's OpenAI-compatible server for PRESET; Ctrl-C stops it."""
+        from localbench.serving.presets import load_preset
+        from localbench.serving.server import VLLMServer
+        from localbench.serving.types import EngineError
+
+        p = load_preset(preset)  # PresetError (a UserError) prints as one line
+        server = VLLMServer(p, port=port or None, host=host, startup_timeout=startup_timeout)
+        typer.echo(f"starting vLLM for preset '{p.name}' on {server.root_url} (log: {server.log_path}) ...")
+        try:
+            server.start()
+            shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+            base_url = f"http://{shown}:{server.port}/v1"
+            typer.echo(f"ready: {base_url}  (model name: {server.model})")
+            typer.echo(f"use it: localbench generate 'Hello' -m {p.name} --engine openai --base-url {base_url}")
+            typer.echo(f"   or, in a run spec: engine: {{engine: openai, base_url: {base_url}}}")
+            typer.echo(f"try it: {_example(base_url, server.model)}")
+            typer.echo("Ctrl-C stops the server.")
+            while server.running:
+                time.sleep(1.0)
+            raise EngineError(f"the vLLM server exited; log {server.log_path}:\n{server.log_tail()}")
+        except KeyboardInterrupt:
+            typer.echo("stopping ...")
+        finally:
+            server.stop()

@@ -1,0 +1,264 @@
+"""The ``openai`` engine: any OpenAI-compatible server (``vllm serve``, SGLang, llama.cpp's server).
+
+Structured requests go out as ``response_format: {"type": "json_schema", ...}`` with
+``strict: true``; the server's grammar does the constraining. The client keeps at most
+``max_concurrency`` requests in flight (the server batches them) and records the peak, so a
+test can check the bound.
+
+Transient trouble (connection refused or reset, timeouts, 429, 5xx) is retried with exponential
+backoff and jitter; when the attempts run out the caller gets one EngineError that names the
+endpoint, the attempts, the time spent and the last error. Any other 4xx is the request's own
+fault and is raised at once with the server's message. A server that comes back (restarted on
+the same port) is simply used again: there is no connection state to rebuild.
+
+The model name sent is what the server was started with: the preset's location (a local
+directory or hub id, vLLM's default served name) unless ``model=`` says otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from typing import Any
+
+import httpx
+
+from localbench.serving.presets import Preset
+from localbench.serving.types import EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion
+
+DEFAULT_TIMEOUT_S = 600.0
+
+
+def _normalize_base_url(url: str) -> str:
+    """``http://h:p`` or ``http://h:p/v1/`` → ``http://h:p/v1``."""
+    url = url.rstrip("/")
+    return url if url.endswith("/v1") else url + "/v1"
+
+
+def _why(e: httpx.HTTPError) -> str:
+    """A short human reason for a transport failure."""
+    text = str(e) or type(e).__name__
+    if isinstance(e, httpx.ConnectError):
+        cause: BaseException | None = e
+        while cause is not None:  # httpx wraps httpcore wraps OSError wraps the real reason
+            if isinstance(cause, ConnectionRefusedError):
+                return "connection refused"
+            cause = cause.__cause__ or cause.__context__
+        return f"cannot connect ({text})"
+    if isinstance(e, httpx.TimeoutException):
+        return f"timed out ({type(e).__name__})"
+    if isinstance(e, httpx.RemoteProtocolError):
+        return f"server closed the connection ({text})"
+    return f"{type(e).__name__}: {text}"
+
+
+def _server_message(r: httpx.Response) -> str:
+    try:
+        body = r.json()
+    except ValueError:
+        return r.text.strip()[:500] or r.reason_phrase
+    err = body.get("error") if isinstance(body, dict) else None
+    if isinstance(err, dict) and err.get("message"):
+        return str(err["message"])[:500]
+    if isinstance(body, dict) and body.get("detail"):
+        return str(body["detail"])[:500]
+    return str(body)[:500]
+
+
+class OpenAIBackend:
+    """Backend over an OpenAI-compatible HTTP server; build it with ``from_preset``."""
+
+    engine = "openai"
+
+    def __init__(self, base_url: str, model: str, identity: ModelIdentity, *, max_model_len: int,
+                 max_concurrency: int = 64, api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT_S,
+                 max_attempts: int = 6, backoff_s: float = 0.5, backoff_max_s: float = 20.0,
+                 chat_template_kwargs: dict[str, Any] | None = None, tokenizer_location: str | None = None,
+                 grammar_backend: str = "server", transport: httpx.AsyncBaseTransport | None = None):
+        if max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1")
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        self.base_url = _normalize_base_url(base_url)
+        self.root_url = self.base_url[: -len("/v1")]
+        self.model = model
+        self.identity = identity
+        self.max_model_len = max_model_len
+        self.max_concurrency = max_concurrency
+        self.max_attempts = max_attempts
+        self.backoff_s = backoff_s
+        self.backoff_max_s = backoff_max_s
+        self.timeout = timeout
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        self.tokenizer_location = tokenizer_location
+        self.grammar_backend = grammar_backend
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._sem = asyncio.Semaphore(max_concurrency)
+        self._client: httpx.AsyncClient | None = None
+        self._transport = transport  # tests put an httpx.MockTransport here
+        self._tokenizer: Any = None
+        self._tokenize_endpoint: bool | None = None
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self.requests_sent = 0
+        self.retries = 0
+
+    @classmethod
+    def from_preset(cls, preset: Preset, base_url: str | None = None, max_concurrency: int = 64,
+                    api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT_S, max_attempts: int = 6,
+                    model: str | None = None, grammar_backend: str = "server", backoff_s: float = 0.5,
+                    backoff_max_s: float = 20.0, **_: Any) -> "OpenAIBackend":
+        """A client for a server that serves ``preset``; ``model`` defaults to the preset's location.
+
+        ``grammar_backend`` only records what the server constrains with (a server started by
+        ``localbench serve`` uses xgrammar); options meant for other engines are ignored.
+        """
+        from localbench.serving.weights import identity_of, materialize
+
+        if not base_url:
+            raise EngineError(
+                f"the openai engine needs base_url= (e.g. http://127.0.0.1:8000/v1); "
+                f"start a server with `localbench serve {preset.name}`"
+            )
+        location = materialize(preset)
+        return cls(base_url, model or location, identity_of(preset, location), max_model_len=preset.max_model_len,
+                   max_concurrency=max_concurrency, api_key=api_key, timeout=timeout, max_attempts=max_attempts,
+                   chat_template_kwargs=preset.chat_template_kwargs, tokenizer_location=location,
+                   grammar_backend=grammar_backend, backoff_s=backoff_s, backoff_max_s=backoff_max_s)
+
+    # -- HTTP with retries -------------------------------------------------------------------
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            limits = httpx.Limits(max_connections=self.max_concurrency, max_keepalive_connections=self.max_concurrency)
+            self._client = httpx.AsyncClient(timeout=self.timeout, limits=limits, headers=self._headers,
+                                             transport=self._transport)
+        return self._client
+
+    def _delay(self, attempt: int) -> float:
+        """Exponential backoff with full jitter in its upper half (attempt counts from 1)."""
+        d = min(self.backoff_max_s, self.backoff_s * 2 ** (attempt - 1))
+        return d * (0.5 + random.random() / 2)
+
+    async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        url = f"{self.base_url}{path}"
+        t0 = time.monotonic()
+        last = "no attempt made"
+        for attempt in range(1, self.max_attempts + 1):
+            async with self._sem:
+                self.in_flight += 1
+                self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+                self.requests_sent += 1
+                try:
+                    r = await self._http().post(url, json=body)
+                except httpx.HTTPError as e:  # transport trouble: refused, reset, timeout
+                    r, last = None, _why(e)
+                finally:
+                    self.in_flight -= 1
+            if r is not None:
+                if r.status_code < 400:
+                    try:
+                        return r.json()
+                    except ValueError:
+                        last = f"HTTP {r.status_code} with a body that is not JSON"
+                elif r.status_code == 429 or r.status_code >= 500:
+                    last = f"HTTP {r.status_code}: {_server_message(r)}"
+                else:
+                    raise EngineError(f"{url} rejected the request (HTTP {r.status_code}): {_server_message(r)}")
+            if attempt < self.max_attempts:
+                self.retries += 1
+                await asyncio.sleep(self._delay(attempt))
+        raise EngineError(
+            f"cannot reach the OpenAI-compatible server at {self.base_url} after {self.max_attempts} attempts "
+            f"over {time.monotonic() - t0:.1f} s: {last}"
+        )
+
+    # -- Backend ---------------------------------------------------------------------------
+
+    def request_body(self, request: GenerationRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": request.messages,
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+            "seed": request.seed,
+        }
+        if request.output is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": request.output.name, "schema": request.output.schema, "strict": True},
+            }
+        if self.chat_template_kwargs:
+            body["chat_template_kwargs"] = self.chat_template_kwargs  # vLLM / SGLang extension
+        return body
+
+    async def complete(self, request: GenerationRequest) -> RawCompletion:
+        data = await self._post("/chat/completions", self.request_body(request))
+        try:
+            choice = data["choices"][0]
+            text = choice["message"].get("content") or ""
+            reason = choice.get("finish_reason")
+        except (KeyError, IndexError, TypeError, AttributeError) as e:
+            raise EngineError(f"{self.base_url}/chat/completions returned an unexpected body: {str(data)[:300]}") from e
+        usage = data.get("usage") or {}
+        return RawCompletion(
+            text=text,
+            finish_reason=reason if reason in ("stop", "length") else "error",
+            tokens_in=int(usage.get("prompt_tokens") or 0),
+            tokens_out=int(usage.get("completion_tokens") or 0),
+        )
+
+    def count_tokens(self, messages: list[Message]) -> int:
+        """The server's /tokenize (vLLM) when it has one, else the preset's local tokenizer.
+
+        Synchronous like the protocol: one short blocking HTTP call, made when prompts are checked
+        against the context window, not per generated token.
+        """
+        if self._tokenize_endpoint is not False:
+            body: dict[str, Any] = {"model": self.model, "messages": messages, "add_generation_prompt": True}
+            if self.chat_template_kwargs:
+                body["chat_template_kwargs"] = self.chat_template_kwargs
+            try:
+                r = httpx.post(f"{self.root_url}/tokenize", json=body, headers=self._headers, timeout=30.0)
+                if r.status_code == 200 and "count" in r.json():
+                    self._tokenize_endpoint = True
+                    return int(r.json()["count"])
+                if r.status_code in (404, 405):
+                    self._tokenize_endpoint = False
+            except (httpx.HTTPError, ValueError):
+                pass
+        return self._count_locally(messages)
+
+    def _count_locally(self, messages: list[Message]) -> int:
+        from localbench.serving.vllm_engine import chat_prompt_ids
+
+        if self._tokenizer is None:
+            try:
+                from transformers import AutoTokenizer
+
+                self._tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_location or self.model)
+            except Exception as e:  # noqa: BLE001 - missing transformers, missing files, offline hub
+                raise EngineError(
+                    f"cannot count tokens for {self.model}: {self.root_url}/tokenize is unavailable and no "
+                    f"local tokenizer loads ({type(e).__name__}: {e})"
+                ) from e
+        return len(chat_prompt_ids(self._tokenizer, messages, self.chat_template_kwargs))
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "base_url": self.base_url,
+            "model": self.model,
+            "structured_output": "response_format json_schema (strict)",
+            "structured_output_backend": self.grammar_backend,
+            "max_concurrency": self.max_concurrency,
+            "max_attempts": self.max_attempts,
+            "timeout_s": self.timeout,
+            "chat_template_kwargs": self.chat_template_kwargs,
+        }
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
