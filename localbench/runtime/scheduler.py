@@ -43,18 +43,28 @@ class ScheduleReport:
     wall_s: float = 0.0
 
 
-class Progress:
-    """A progress line on stderr: simulations done/total, requests in flight, tokens/s."""
+LOG_EVERY_S = 30.0
 
-    def __init__(self, total: int, stats: Sequence[ClientStats], description: str, enabled: bool):
+
+class Progress:
+    """Progress on stderr: simulations done/total, requests in flight, tokens/s.
+
+    ``mode`` is "bar" (a live rich bar, for terminals), "log" (a plain line every LOG_EVERY_S
+    seconds and at the end, for batch logs such as Slurm's) or "off".
+    """
+
+    def __init__(self, total: int, stats: Sequence[ClientStats], description: str, mode: str):
         self.total = total
         self.stats = list(stats)
-        self.enabled = enabled
+        self.mode = mode
+        self.description = description
         self._progress = None
         self._task = None
         self._tokens0 = sum(s.tokens_out for s in self.stats)
         self._t0 = time.monotonic()
-        if enabled:
+        self._last_log = self._t0
+        self._state = (0, 0)
+        if mode == "bar":
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
             from rich.progress import Progress as RichProgress
@@ -74,10 +84,19 @@ class Progress:
         dt = time.monotonic() - self._t0
         return (sum(s.tokens_out for s in self.stats) - self._tokens0) / dt if dt > 0 else 0.0
 
+    def line(self) -> str:
+        done, errors = self._state
+        return (f"{self.description}: {done}/{self.total} done, {errors} errors, {self.in_flight()} requests in "
+                f"flight, {self.tokens_per_s():.1f} tok/s, {time.monotonic() - self._t0:.0f} s")
+
     def update(self, done: int, errors: int) -> None:
+        self._state = (done, errors)
         if self._progress is not None:
             self._progress.update(self._task, completed=done, in_flight=self.in_flight(),
                                   tps=self.tokens_per_s(), errors=errors)
+        elif self.mode == "log" and time.monotonic() - self._last_log >= LOG_EVERY_S:
+            self._last_log = time.monotonic()
+            print(self.line(), file=sys.stderr, flush=True)
 
     def __enter__(self) -> "Progress":
         if self._progress is not None:
@@ -87,6 +106,8 @@ class Progress:
     def __exit__(self, *exc: Any) -> None:
         if self._progress is not None:
             self._progress.stop()
+        elif self.mode == "log":
+            print(self.line(), file=sys.stderr, flush=True)
 
 
 async def run_jobs(
@@ -100,16 +121,17 @@ async def run_jobs(
     description: str = "simulations",
 ) -> ScheduleReport:
     """Run every job with at most ``concurrency`` live at once; results go to ``on_done`` as each
-    finishes (so a crash loses only unfinished work)."""
+    finishes (so a crash loses only unfinished work). ``progress``: True a live bar, False none,
+    None a bar on a terminal and periodic log lines otherwise."""
     jobs = list(jobs)
     report = ScheduleReport(total=len(jobs))
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
     gate = asyncio.Semaphore(concurrency)
-    show = sys.stderr.isatty() if progress is None else progress
+    mode = ("bar" if sys.stderr.isatty() else "log") if progress is None else ("bar" if progress else "off")
     t0 = time.monotonic()
 
-    with Progress(len(jobs), stats, description, show) as bar:
+    with Progress(len(jobs), stats, description, mode) as bar:
         async def one(job: Job) -> None:
             async with gate:
                 try:

@@ -105,9 +105,9 @@ class DyadicSimulation(Simulation):
         rule = "the task is complete; this ends the conversation"
         for r in range(1, self.settings.max_rounds + 1):
             self.round = r
-            said = await self.human_turn(other.id, [agent.id], "counterpart", phase="conversation")
+            said = await self.human_turn(other.id, [agent.id], "counterpart", phase="agents")
             turn, act = await self.agent_turn(agent.id, done_rule=rule)
-            entry = self.record_turn(agent.id, turn, act, phase="conversation")
+            entry = self.record_turn(agent.id, turn, act, phase="agents")
             if entry.kind == "done":
                 return "task_done"
             if said.kind != "message" and entry.kind != "message":
