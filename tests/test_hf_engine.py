@@ -187,6 +187,23 @@ async def test_second_run_is_served_from_cache(tiny, tmp_path):
     assert [r.parsed for r in second] == [r.parsed for r in first]
 
 
+async def test_late_request_joins_the_running_batch_with_the_same_output(tiny):
+    long = _req(30, None, max_tokens=400, temperature=0.0)
+    late = _req(31, SPECS[3], temperature=0.7, seed=77)
+    alone = await tiny.complete(late)
+
+    before = len(tiny.batch_sizes)
+    long_task = asyncio.ensure_future(tiny.complete(long))
+    await asyncio.sleep(0.15)  # the long row is decoding by now
+    assert not long_task.done()
+    joined = await tiny.complete(late)
+    assert not long_task.done()  # served beside the long row, not after it
+    assert joined == alone
+    long_result = await long_task
+    assert long_result.tokens_out == 400 and long_result.finish_reason == "length"
+    assert tiny.batch_sizes[before:] == [1, 1]
+
+
 async def test_outlines_backend_batches_one_schema_at_a_time(tiny_dir):
     from localbench.serving.hf_engine import HFBackend
 
@@ -232,21 +249,23 @@ async def test_smollm2_answers_a_structured_question(smollm2_dir):
 
 # -- the micro-batcher's own logic ----------------------------------------------------------
 
-def _echo_runner(log: list[list[int]], delay: float = 0.0):
-    def run(items, report):
-        log.append(list(items))
+def _echo_runner(log: list[list[int]], delay: float = 0.0, cap: int = 100):
+    """Takes one batch, 'computes', reports x * 10 (or an error for negative x)."""
+    def run(feed):
+        got = feed.take(cap)
+        log.append([x for _, x in got])
         time.sleep(delay)
-        for i, x in enumerate(items):
+        for handle, x in got:
             if x < 0:
-                report(i, None, ValueError(f"bad item {x}"))
+                feed.report(handle, None, ValueError(f"bad item {x}"))
             else:
-                report(i, x * 10, None)
+                feed.report(handle, x * 10)
     return run
 
 
 async def test_batcher_caps_batches_and_reports_per_item():
     log: list[list[int]] = []
-    b = MicroBatcher(_echo_runner(log), max_batch_size=4, batch_wait_s=0.01)
+    b = MicroBatcher(_echo_runner(log, cap=4), max_batch_size=4, batch_wait_s=0.01)
     results = await asyncio.gather(*(b.submit(i) for i in range(10)), b.submit(-1), return_exceptions=True)
     assert results[:10] == [i * 10 for i in range(10)]
     assert isinstance(results[10], ValueError) and "bad item -1" in str(results[10])
@@ -262,17 +281,37 @@ async def test_batcher_groups_by_key_keeping_order():
     await b.aclose()
 
 
+async def test_batcher_lets_late_items_join_a_running_batch():
+    joined: list[list[int]] = []
+
+    def run(feed):
+        first = feed.take(8)
+        time.sleep(0.2)  # a long first step; the late item arrives meanwhile
+        late = feed.take(8)
+        joined.append([x for _, x in late])
+        for handle, x in first + late:
+            feed.report(handle, x)
+
+    b = MicroBatcher(run, max_batch_size=8, batch_wait_s=0.0)
+    first = asyncio.ensure_future(b.submit(1))
+    await asyncio.sleep(0.05)
+    assert await b.submit(2) == 2 and await first == 1
+    assert joined == [[2]] and b.batch_sizes == [1, 1]
+    await b.aclose()
+
+
 async def test_batcher_survives_a_failing_runner_and_keeps_the_loop_responsive():
     calls = {"n": 0}
 
-    def run(items, report):
+    def run(feed):
         calls["n"] += 1
         assert threading.current_thread() is not threading.main_thread()
+        got = feed.take(4)
         if calls["n"] == 1:
             raise RuntimeError("device lost")
         time.sleep(0.3)
-        for i, x in enumerate(items):
-            report(i, x, None)
+        for handle, x in got:
+            feed.report(handle, x)
 
     b = MicroBatcher(run, max_batch_size=4, batch_wait_s=0.0)
     with pytest.raises(RuntimeError, match="device lost"):

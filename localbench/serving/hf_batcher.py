@@ -1,13 +1,14 @@
 """A micro-batcher: many concurrent callers, one forward pass.
 
 Callers ``await batcher.submit(item)``. A background task waits for work, lingers a few
-milliseconds so that callers arriving together land in the same batch, takes up to
-``max_batch_size`` pending items and hands them to a blocking ``runner`` in a worker thread, so
-the event loop keeps accepting requests while the model computes. The runner reports each item
-as soon as it is done (a short reply does not wait for the longest one in its batch).
+milliseconds so that callers arriving together land in the same batch, then hands a ``Feed`` to a
+blocking ``runner`` in a worker thread, so the event loop keeps accepting requests while the
+model computes. The runner takes up to ``max_batch_size`` items from the feed, and may take more
+between decode steps as rows finish (requests that arrive mid-batch join it instead of waiting
+for its longest row). It reports each item as soon as it is done.
 
-With ``group_key`` set, one batch holds only items with equal keys (a grammar backend that
-takes one schema per batch); the others wait, in order, for a later batch.
+With ``group_key`` set, one run holds only items with equal keys (a grammar backend that takes
+one schema per batch); the others wait, in order, for a later run.
 """
 
 from __future__ import annotations
@@ -23,11 +24,7 @@ from localbench.serving.types import EngineError
 
 T = TypeVar("T")
 
-Reporter = Callable[[int, Any, BaseException | None], None]
-"""``report(index, result, error)``: called from the worker thread once per item of a batch."""
-
-Runner = Callable[[list[T], Reporter], None]
-"""Runs one batch to completion (blocking) and reports every item through the reporter."""
+_UNSET = object()
 
 
 @dataclass
@@ -35,6 +32,52 @@ class _Pending(Generic[T]):
     item: T
     future: asyncio.Future
     key: Hashable
+
+
+class Feed(Generic[T]):
+    """The runner's side of the batcher: take queued items, report results (thread-safe)."""
+
+    def __init__(self, batcher: "MicroBatcher[T]", loop: asyncio.AbstractEventLoop):
+        self._batcher = batcher
+        self._loop = loop
+        self._key: Any = _UNSET
+        self.taken: list[_Pending[T]] = []  # handle -> pending entry, for this run
+
+    def take(self, n: int) -> list[tuple[int, T]]:
+        """Up to ``n`` queued items as (handle, item); [] when nothing is waiting."""
+        if n <= 0:
+            return []
+        got = self._batcher._take(n, self._key)
+        if not got:
+            return []
+        if self._key is _UNSET:
+            self._key = got[0].key
+        self._batcher.batch_sizes.append(len(got))
+        self._batcher.batch_keys.append(got[0].key)
+        start = len(self.taken)
+        self.taken.extend(got)
+        return [(start + i, p.item) for i, p in enumerate(got)]
+
+    def report(self, handle: int, result: Any, error: BaseException | None = None) -> None:
+        """Deliver one item's result (or exception) to its caller."""
+        self._loop.call_soon_threadsafe(_resolve, self.taken[handle].future, result, error)
+
+    def fail_unreported(self, error: BaseException) -> None:
+        for p in self.taken:
+            self._loop.call_soon_threadsafe(_resolve, p.future, None, error)
+
+
+def _resolve(fut: asyncio.Future, result: Any, error: BaseException | None) -> None:
+    if fut.done():
+        return
+    if error is not None:
+        fut.set_exception(error)
+    else:
+        fut.set_result(result)
+
+
+Runner = Callable[[Feed[T]], None]
+"""Runs blocking work: takes items from the feed (at least once) and reports every item it took."""
 
 
 class MicroBatcher(Generic[T]):
@@ -56,11 +99,11 @@ class MicroBatcher(Generic[T]):
         self.batch_wait_s = max(0.0, batch_wait_s)
         self.group_key = group_key
         self.name = name
-        self.batch_sizes: list[int] = []  # size of every batch the runner was given, in order
-        self.batch_keys: list[Hashable] = []  # the group key of each batch (None without grouping)
+        self.batch_sizes: list[int] = []  # items per take: a new batch, or a group joining a running one
+        self.batch_keys: list[Hashable] = []  # the group key of each take (None without grouping)
         self._pending: deque[_Pending[T]] = deque()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
         self._lock = threading.Lock()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wakeup: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
@@ -71,7 +114,8 @@ class MicroBatcher(Generic[T]):
         self._ensure_running(loop)
         fut: asyncio.Future = loop.create_future()
         key = self.group_key(item) if self.group_key is not None else None
-        self._pending.append(_Pending(item, fut, key))
+        with self._lock:
+            self._pending.append(_Pending(item, fut, key))
         assert self._wakeup is not None
         self._wakeup.set()
         return await fut
@@ -81,77 +125,54 @@ class MicroBatcher(Generic[T]):
         if self._loop is loop and self._task is not None and not self._task.done():
             return
         if self._loop is not loop:
-            self._pending.clear()  # futures of a finished loop can never be awaited again
+            with self._lock:
+                self._pending.clear()  # futures of a finished loop can never be awaited again
         self._loop = loop
         self._wakeup = asyncio.Event()
         self._task = loop.create_task(self._serve(), name=f"{self.name}-serve")
 
-    def _take(self) -> list[_Pending[T]]:
-        """Up to max_batch_size live items; with grouping, only those sharing the first item's key."""
-        while self._pending and self._pending[0].future.done():  # cancelled callers
-            self._pending.popleft()
-        if not self._pending:
-            return []
-        if self.group_key is None:
-            batch = []
-            while self._pending and len(batch) < self.max_batch_size:
-                p = self._pending.popleft()
-                if not p.future.done():
+    def _take(self, n: int, key: Any = _UNSET) -> list[_Pending[T]]:
+        """Up to n live items, in order; with grouping, only those sharing ``key`` (or the first's)."""
+        with self._lock:
+            live = deque(p for p in self._pending if not p.future.done())  # drop cancelled callers
+            if not live:
+                self._pending = live
+                return []
+            if self.group_key is not None and key is _UNSET:
+                key = live[0].key
+            batch: list[_Pending[T]] = []
+            rest: deque[_Pending[T]] = deque()
+            for p in live:
+                if len(batch) < n and (self.group_key is None or p.key == key):
                     batch.append(p)
+                else:
+                    rest.append(p)
+            self._pending = rest
             return batch
-        key = self._pending[0].key
-        batch, rest = [], deque()
-        while self._pending:
-            p = self._pending.popleft()
-            if p.future.done():
-                continue
-            if p.key == key and len(batch) < self.max_batch_size:
-                batch.append(p)
-            else:
-                rest.append(p)
-        self._pending = rest
-        return batch
+
+    def has_pending(self) -> bool:
+        with self._lock:
+            return bool(self._pending)
 
     async def _serve(self) -> None:
         assert self._wakeup is not None and self._loop is not None
-        loop = self._loop
+        loop, wakeup = self._loop, self._wakeup
         while True:
-            await self._wakeup.wait()
+            await wakeup.wait()
             if self.batch_wait_s and len(self._pending) < self.max_batch_size:
                 await asyncio.sleep(self.batch_wait_s)  # let callers that arrive together join
-            batch = self._take()
-            if not self._pending:
-                self._wakeup.clear()
-            if not batch:
+            wakeup.clear()  # anything submitted from here on sets it again
+            if not self.has_pending():
                 continue
-            self.batch_sizes.append(len(batch))
-            self.batch_keys.append(batch[0].key)
-            report = self._reporter(loop, batch)
+            feed: Feed[T] = Feed(self, loop)
             try:
-                await loop.run_in_executor(self._executor, self.runner, [p.item for p in batch], report)
+                await loop.run_in_executor(self._executor, self.runner, feed)
             except Exception as e:  # noqa: BLE001 - a failed batch fails its callers, not the server
-                for p in batch:
-                    if not p.future.done():
-                        p.future.set_exception(e)
+                feed.fail_unreported(e)
             else:
-                for p in batch:
-                    if not p.future.done():
-                        p.future.set_exception(EngineError(f"{self.name}: the runner returned without a result"))
-
-    @staticmethod
-    def _reporter(loop: asyncio.AbstractEventLoop, batch: list[_Pending[T]]) -> Reporter:
-        def resolve(fut: asyncio.Future, result: Any, error: BaseException | None) -> None:
-            if fut.done():
-                return
-            if error is not None:
-                fut.set_exception(error)
-            else:
-                fut.set_result(result)
-
-        def report(index: int, result: Any, error: BaseException | None = None) -> None:
-            loop.call_soon_threadsafe(resolve, batch[index].future, result, error)
-
-        return report
+                feed.fail_unreported(EngineError(f"{self.name}: the runner returned without a result"))
+            if self.has_pending():
+                wakeup.set()
 
     async def aclose(self) -> None:
         """Stop batching and fail whatever is still queued; a later submit starts afresh."""
@@ -162,8 +183,9 @@ class MicroBatcher(Generic[T]):
                 await task
             except (asyncio.CancelledError, Exception):  # noqa: BLE001
                 pass
-        while self._pending:
-            p = self._pending.popleft()
+        with self._lock:
+            pending, self._pending = self._pending, deque()
+        for p in pending:
             if not p.future.done():
                 p.future.set_exception(EngineError(f"{self.name}: closed while the request was queued"))
 

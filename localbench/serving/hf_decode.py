@@ -5,7 +5,8 @@ batch mixes schemas), its own sampling temperature and its own random stream, an
 Sampling draws one uniform number per step from the row's own ``torch.Generator`` (seeded from
 the request) and inverts the row's CDF with it, so a row's tokens do not depend on which other
 rows share its batch, nor on whether it runs on CPU or GPU (up to the logits' floating-point
-noise). Temperature 0 is greedy. Finished rows leave the batch (and the KV cache) at once.
+noise). Temperature 0 is greedy. Finished rows leave the batch (and the KV cache) at once, and
+waiting requests take their places between steps.
 """
 
 from __future__ import annotations
@@ -40,87 +41,189 @@ class RowOutput:
 OnDone = Callable[[int, RowOutput], None]
 
 
-def decode_batch(
+Admit = Callable[[int], list[tuple[int, Row]]]
+"""``admit(n)``: up to n new rows as (handle, row), [] when none are waiting."""
+
+
+def decode(
     model: Any,
-    rows: list[Row],
+    admit: Admit,
+    on_done: OnDone,
     *,
+    max_rows: int,
     pad_id: int,
     stop_ids: set[int],
     vocab_limit: int,
-    on_done: OnDone,
 ) -> None:
-    """Generate every row to its stop, calling ``on_done(index, output)`` as each one finishes.
+    """Generate rows until none are running and none are waiting; ``on_done(handle, output)`` each.
 
-    ``vocab_limit`` is the tokenizer's size: logits beyond it (embedding padding) are never picked.
+    New rows join the running batch between steps whenever rows have left it (continuous
+    batching), if the model's KV cache allows it (plain per-layer caches); otherwise a batch runs
+    to its end before the next one starts. ``vocab_limit`` is the tokenizer's size: logits beyond
+    it (embedding padding) are never picked.
     """
-    from transformers import DynamicCache
-
-    device = next(model.parameters()).device
-    outputs = [RowOutput() for _ in rows]
-    live = list(range(len(rows)))  # batch position -> row index
-    generators = [_generator(r) for r in rows]
-
-    # Rows that need no step at all: max_tokens 0, or a grammar that is complete when empty.
-    bitmask = _allocate_bitmask(len(rows), model)
-    for i, r in enumerate(rows):
-        if r.constraint is not None and r.constraint.fill(bitmask, i):
-            outputs[i].finish_reason = "stop"
-        elif r.max_tokens > 0:
-            continue
-        on_done(i, outputs[i])
-        live.remove(i)
-    if not live:
-        return
-
-    width = max(len(rows[i].prompt_ids) for i in live)
-    ids = torch.full((len(live), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(live), width), dtype=torch.long)
-    for b, i in enumerate(live):
-        p = rows[i].prompt_ids
-        ids[b, width - len(p):] = torch.tensor(p, dtype=torch.long)
-        mask[b, width - len(p):] = 1
-    ids, mask = ids.to(device), mask.to(device)
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
-    bitmask = bitmask[live].contiguous()
-    cache = DynamicCache(config=model.config)
-
+    batch: _Batch | None = None
+    joinable = True
     with torch.inference_mode():
+        while True:
+            running = batch.size if batch is not None else 0
+            new = admit(max_rows - running) if (batch is None or joinable) else []
+            if new:
+                fresh = _Batch.prefill(model, new, pad_id, on_done)
+                if fresh is not None:
+                    if batch is None:
+                        batch, joinable = fresh, _plain_cache(fresh.cache)
+                    else:
+                        batch.merge(fresh)
+            if batch is None:
+                if not new:
+                    return
+                continue
+            batch.step(model, stop_ids, vocab_limit, on_done)
+            if batch.size == 0:
+                batch = None
+
+
+def decode_batch(model: Any, rows: list[Row], *, pad_id: int, stop_ids: set[int], vocab_limit: int,
+                 on_done: OnDone) -> None:
+    """One fixed batch to completion (no joining): ``on_done(index, output)`` per row."""
+    queue = list(enumerate(rows))
+
+    def admit(n: int) -> list[tuple[int, Row]]:
+        taken, queue[:] = queue[:n], queue[n:]
+        return taken
+
+    decode(model, admit, on_done, max_rows=max(1, len(rows)), pad_id=pad_id, stop_ids=stop_ids,
+           vocab_limit=vocab_limit)
+
+
+def _plain_cache(cache: Any) -> bool:
+    """Rows can join or be trimmed only when every layer is a plain growing KV cache."""
+    from transformers.cache_utils import DynamicLayer
+
+    layers = getattr(cache, "layers", None)
+    return bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
+
+
+class _Batch:
+    """The running rows: their KV cache, attention mask, positions, grammar masks and last logits."""
+
+    def __init__(self, handles: list[int], rows: list[Row], cache: Any, mask: torch.Tensor,
+                 last_pos: torch.Tensor, logits: torch.Tensor, bitmask: torch.Tensor):
+        self.handles, self.rows = handles, rows
+        self.outputs = [RowOutput() for _ in rows]
+        self.generators = [_generator(r) for r in rows]
+        self.cache, self.mask, self.last_pos, self.logits, self.bitmask = cache, mask, last_pos, logits, bitmask
+
+    @property
+    def size(self) -> int:
+        return len(self.rows)
+
+    @classmethod
+    def prefill(cls, model: Any, new: list[tuple[int, Row]], pad_id: int, on_done: OnDone) -> "_Batch | None":
+        """Run the prompts of new rows; rows that need no step at all finish here."""
+        from transformers import DynamicCache
+
+        bitmask = _allocate_bitmask(len(new), model)
+        keep: list[int] = []
+        for b, (handle, row) in enumerate(new):
+            if row.constraint is not None and row.constraint.fill(bitmask, b):
+                on_done(handle, RowOutput(finish_reason="stop"))  # the grammar is complete when empty
+            elif row.max_tokens <= 0:
+                on_done(handle, RowOutput(finish_reason="length"))
+            else:
+                keep.append(b)
+        if not keep:
+            return None
+        rows = [new[b][1] for b in keep]
+        device = next(model.parameters()).device
+        width = max(len(r.prompt_ids) for r in rows)
+        ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for b, r in enumerate(rows):
+            ids[b, width - len(r.prompt_ids):] = torch.tensor(r.prompt_ids, dtype=torch.long)
+            mask[b, width - len(r.prompt_ids):] = 1
+        ids, mask = ids.to(device), mask.to(device)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        cache = DynamicCache(config=model.config)
         logits = _forward(model, ids, mask, positions, cache)
-        while live:
-            next_tokens = _choose(logits, [rows[i] for i in live], [generators[i] for i in live],
-                                  bitmask, vocab_limit)
-            keep: list[int] = []
-            for b, (i, tok) in enumerate(zip(live, next_tokens)):
-                out, row = outputs[i], rows[i]
-                reason: FinishReason | None = None
-                if tok in stop_ids:
-                    reason = "stop"
-                elif row.constraint is not None and not row.constraint.accept(tok):
-                    out.error = f"grammar rejected token {tok} after {len(out.token_ids)} tokens"
-                    reason = "error"
-                else:
-                    out.token_ids.append(tok)
-                    if row.constraint is not None and row.constraint.fill(bitmask, b):
-                        reason = "stop"  # only a stop token may follow: the reply is complete
-                    elif len(out.token_ids) >= row.max_tokens:
-                        reason = "length"
-                if reason is None:
-                    keep.append(b)
-                else:
-                    out.finish_reason = reason
-                    on_done(i, out)
-            if not keep:
-                break
-            step = torch.tensor([next_tokens[b] for b in keep], dtype=torch.long, device=device)[:, None]
-            if len(keep) < len(live):
-                sel = torch.tensor(keep, dtype=torch.long, device=device)
-                cache.batch_select_indices(sel)
-                mask, positions = mask[sel], positions[sel]
-                bitmask = bitmask[keep].contiguous()
-                live = [live[b] for b in keep]
-            mask = torch.cat([mask, torch.ones((len(live), 1), dtype=mask.dtype, device=device)], dim=1)
-            positions = positions[:, -1:] + 1
-            logits = _forward(model, step, mask, positions, cache)
+        return cls([new[b][0] for b in keep], rows, cache, mask, positions[:, -1:], logits,
+                   bitmask[keep].contiguous())
+
+    def merge(self, other: "_Batch") -> None:
+        """Append another batch's rows: left-pad the shorter KV cache and mask to a common length."""
+        width = max(self.mask.shape[1], other.mask.shape[1])
+        for mine, theirs in zip(self.cache.layers, other.cache.layers):
+            mine.keys = torch.cat([_pad_left(mine.keys, width, 2), _pad_left(theirs.keys, width, 2)])
+            mine.values = torch.cat([_pad_left(mine.values, width, 2), _pad_left(theirs.values, width, 2)])
+        self.mask = torch.cat([_pad_left(self.mask, width, 1), _pad_left(other.mask, width, 1)])
+        self.last_pos = torch.cat([self.last_pos, other.last_pos])
+        self.logits = torch.cat([self.logits, other.logits])
+        self.bitmask = torch.cat([self.bitmask, other.bitmask])
+        self.handles += other.handles
+        self.rows += other.rows
+        self.outputs += other.outputs
+        self.generators += other.generators
+
+    def step(self, model: Any, stop_ids: set[int], vocab_limit: int, on_done: OnDone) -> None:
+        """Pick every row's next token, retire finished rows, and run the next forward pass."""
+        tokens = _choose(self.logits, self.rows, self.generators, self.bitmask, vocab_limit)
+        keep: list[int] = []
+        for b, (row, out, tok) in enumerate(zip(self.rows, self.outputs, tokens)):
+            reason: FinishReason | None = None
+            if tok in stop_ids:
+                reason = "stop"
+            elif row.constraint is not None and not row.constraint.accept(tok):
+                out.error = f"grammar rejected token {tok} after {len(out.token_ids)} tokens"
+                reason = "error"
+            else:
+                out.token_ids.append(tok)
+                if row.constraint is not None and row.constraint.fill(self.bitmask, b):
+                    reason = "stop"  # only a stop token may follow: the reply is complete
+                elif len(out.token_ids) >= row.max_tokens:
+                    reason = "length"
+            if reason is None:
+                keep.append(b)
+            else:
+                out.finish_reason = reason
+                on_done(self.handles[b], out)
+        if len(keep) < self.size:
+            self._select(keep)
+        if not keep:
+            return
+        device = self.mask.device
+        step = torch.tensor([tokens[b] for b in keep], dtype=torch.long, device=device)[:, None]
+        self.mask = torch.cat([self.mask, torch.ones((len(keep), 1), dtype=self.mask.dtype, device=device)], dim=1)
+        self.last_pos = self.last_pos + 1
+        self.logits = _forward(model, step, self.mask, self.last_pos, self.cache)
+
+    def _select(self, keep: list[int]) -> None:
+        """Keep only some rows, then drop the padding columns no remaining row needs."""
+        pick = lambda xs: [xs[b] for b in keep]  # noqa: E731
+        self.handles, self.rows = pick(self.handles), pick(self.rows)
+        self.outputs, self.generators = pick(self.outputs), pick(self.generators)
+        if not keep:
+            return
+        sel = torch.tensor(keep, dtype=torch.long, device=self.mask.device)
+        self.cache.batch_select_indices(sel)
+        self.mask, self.last_pos, self.bitmask = self.mask[sel], self.last_pos[sel], self.bitmask[keep].contiguous()
+        if _plain_cache(self.cache):
+            used = self.mask.any(dim=0)
+            first = int(used.to(torch.int8).argmax())
+            if first > 0:
+                self.mask = self.mask[:, first:]
+                for layer in self.cache.layers:
+                    layer.keys, layer.values = layer.keys[:, :, first:], layer.values[:, :, first:]
+
+
+def _pad_left(x: torch.Tensor, width: int, dim: int) -> torch.Tensor:
+    """Zero-pad ``x`` on the left of ``dim`` up to ``width`` (masked positions: never attended)."""
+    short = width - x.shape[dim]
+    if short <= 0:
+        return x
+    shape = list(x.shape)
+    shape[dim] = short
+    return torch.cat([x.new_zeros(shape), x], dim=dim)
 
 
 def _generator(row: Row) -> torch.Generator | None:

@@ -2,7 +2,8 @@
 
 What runs on a laptop and in CI. Concurrent ``complete`` calls are gathered by a micro-batcher
 into batches that share each forward pass; each batch row carries its own grammar (xgrammar, so
-one batch mixes schemas; or outlines, one schema per batch), temperature and seed. Prompts are
+one batch mixes schemas; or outlines, one schema per batch), temperature and seed; requests that
+arrive while a batch runs take the places of finished rows between steps. Prompts are
 rendered with the model's chat template and checked against the context window before queueing.
 """
 
@@ -14,8 +15,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from localbench.serving.hf_batcher import MicroBatcher, Reporter
-from localbench.serving.hf_decode import Row, RowOutput, decode_batch
+from localbench.serving.hf_batcher import Feed, MicroBatcher
+from localbench.serving.hf_decode import Row, RowOutput, decode
 from localbench.serving.hf_grammar import GRAMMAR_BACKENDS, GrammarBackend, make_grammar_backend
 from localbench.serving.presets import Preset, load_preset
 from localbench.serving.types import GenerationRequest, Message, ModelIdentity, RawCompletion
@@ -105,7 +106,7 @@ class HFBackend:
         self.grammar_backend = self.grammar.name
         self.requests_served = 0  # complete() calls that reached the model
         self._batcher: MicroBatcher[_Job] = MicroBatcher(
-            self._run_batch,
+            self._run,
             max_batch_size=max_batch_size,
             batch_wait_s=batch_wait_ms / 1000.0,
             group_key=None if self.grammar.mixes_schemas else _schema_key,
@@ -136,7 +137,8 @@ class HFBackend:
         revision = None if Path(location).is_dir() else p.source.revision
         tokenizer = AutoTokenizer.from_pretrained(location, revision=revision)
         tokenizer.padding_side = "left"
-        model = AutoModelForCausalLM.from_pretrained(location, revision=revision, dtype=torch_dtype)
+        placement = {"device_map": dev} if dev != "cpu" else {}  # load straight onto the GPU
+        model = AutoModelForCausalLM.from_pretrained(location, revision=revision, dtype=torch_dtype, **placement)
         model.to(dev).eval()
         identity = dataclasses.replace(identity_of(p, location), dtype=str(torch_dtype).removeprefix("torch."))
         return cls(
@@ -205,31 +207,32 @@ class HFBackend:
 
     # -- worker thread ----------------------------------------------------------------------
 
-    def _run_batch(self, jobs: list[_Job], report: Reporter) -> None:
-        """Runs in the batcher's worker thread: compile grammars, decode, report each row."""
-        rows: list[Row] = []
-        index: list[int] = []  # row position -> job position
-        for j, job in enumerate(jobs):
-            req = job.request
-            try:
-                constraint = self.grammar.constraint(req.output) if req.output is not None else None
-            except Exception as e:  # noqa: BLE001 - a bad schema fails its own request only
-                report(j, None, e)
-                continue
-            rows.append(Row(prompt_ids=job.prompt_ids, max_tokens=req.max_tokens,
-                            temperature=float(req.temperature), seed=int(req.seed), constraint=constraint))
-            index.append(j)
-        if not rows:
-            return
+    def _run(self, feed: Feed[_Job]) -> None:
+        """Runs in the batcher's worker thread: compile grammars, decode, report each request."""
+        prompts: dict[int, int] = {}  # handle -> prompt tokens
 
-        def on_done(r: int, out: RowOutput) -> None:
-            j = index[r]
+        def admit(n: int) -> list[tuple[int, Row]]:
+            rows = []
+            for handle, job in feed.take(n):
+                req = job.request
+                try:
+                    constraint = self.grammar.constraint(req.output) if req.output is not None else None
+                except Exception as e:  # noqa: BLE001 - a bad schema fails its own request only
+                    feed.report(handle, None, e)
+                    continue
+                prompts[handle] = len(job.prompt_ids)
+                rows.append((handle, Row(prompt_ids=job.prompt_ids, max_tokens=req.max_tokens,
+                                         temperature=float(req.temperature), seed=int(req.seed),
+                                         constraint=constraint)))
+            return rows
+
+        def on_done(handle: int, out: RowOutput) -> None:
             text = self.tokenizer.decode(out.token_ids, skip_special_tokens=True)
-            report(j, RawCompletion(text=text, finish_reason=out.finish_reason,
-                                    tokens_in=len(jobs[j].prompt_ids), tokens_out=len(out.token_ids)), None)
+            feed.report(handle, RawCompletion(text=text, finish_reason=out.finish_reason,
+                                              tokens_in=prompts.pop(handle), tokens_out=len(out.token_ids)))
 
-        decode_batch(self.model, rows, pad_id=self.pad_id, stop_ids=set(self.stop_ids),
-                     vocab_limit=min(len(self.tokenizer), self.vocab_width), on_done=on_done)
+        decode(self.model, admit, on_done, max_rows=self._batcher.max_batch_size, pad_id=self.pad_id,
+               stop_ids=set(self.stop_ids), vocab_limit=min(len(self.tokenizer), self.vocab_width))
 
 
 def _schema_key(job: _Job) -> str | None:
