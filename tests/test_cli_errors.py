@@ -37,10 +37,9 @@ def test_malformed_schema_file_names_the_file(tmp_path):
     assert f"{f}: not valid JSON" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_unreachable_endpoint_names_the_endpoint(tmp_path, monkeypatch):
+def test_unreachable_endpoint_names_the_endpoint(tmp_path):
     port = _closed_port()
     url = f"http://127.0.0.1:{port}/v1"
-    monkeypatch.setenv("LOCALBENCH_OPENAI_MAX_ATTEMPTS", "2")
     r = _run("generate", "hi", "--model", "tiny-random", "--engine", "openai", "--base-url", url, "--no-cache")
     assert r.returncode == 2, r.stderr
     assert url in r.stderr and "Traceback" not in r.stderr

@@ -21,12 +21,15 @@ def register(app: typer.Typer) -> None:
             engine: F.Engine = None, base_url: F.BaseUrl = None, limit: F.Limit = None, seeds: F.Seeds = None,
             seed: F.Seed = None, max_rounds: F.MaxRounds = None, max_tokens: F.MaxTokens = None, out: F.Out = None,
             run_id: F.RunId = None, no_cache: F.NoCache = False) -> None:
-        """Run a benchmark end to end. With no arguments: the embedded default on CPU (about 10 minutes)."""
+        """Run a benchmark end to end. With no arguments: the embedded default on CPU (about 10 minutes).
+
+        Without --spec, flags change the embedded default one field at a time; with --spec the file
+        (on top of RunSpec's own defaults: every scenario, the paper's round limits) is the start.
+        """
         given = {k: v for k, v in locals().items() if k != "spec_file"}
         from localbench.pipeline import run_all
 
-        use_default = spec_file is None and all(v in (None, False) for v in given.values())
-        spec = F.spec_from_flags(spec_file, **given, defaults=EMBEDDED_DEFAULT if use_default else None)
+        spec = F.spec_from_flags(spec_file, **given, defaults=EMBEDDED_DEFAULT)
         report = run_all(spec)
         typer.echo(f"run directory: {spec.run_dir}")
         typer.echo(f"report: {report}")
