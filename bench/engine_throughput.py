@@ -7,9 +7,11 @@ Not a test. It answers two questions for each engine and model:
 - batching gain: aggregate tokens/s at batch 32 over batch 1 (target: at least 8x for the hf
   engine with SmolLM2-135M on CPU).
 
-Every request asks for a long answer and the JSON schema holds a long free-text field, so both
-modes normally run to the same ``max_tokens``; the table still counts the tokens actually
-generated (and how many replies hit the limit), so an early stop cannot flatter a mode.
+"Batch B" means B requests in flight at all times (each of B slots sends its next request as soon
+as the last returns), the way the simulation scheduler drives an engine. Every request asks for a
+long answer and the JSON schema holds a long free-text field, so both modes normally run to the
+same ``max_tokens``; the table still counts the tokens actually generated (and how many replies
+hit the limit), so an early stop cannot flatter a mode.
 
 Engines are opened through ``localbench.serving.engines.open_backend``; one that cannot be
 imported or started (e.g. no vLLM here) is skipped with a message.
@@ -79,22 +81,29 @@ def _requests(n: int, mode: str, max_tokens: int, temperature: float, offset: in
     return out
 
 
-async def _measure(backend: Any, preset: str, mode: str, batch: int, rounds: int, max_tokens: int,
+async def _measure(backend: Any, preset: str, mode: str, batch: int, per_slot: int, max_tokens: int,
                    temperature: float) -> Measurement:
-    """``rounds`` waves of ``batch`` concurrent requests, one wave after another."""
-    tokens = at_limit = requests = 0
+    """``batch`` requests in flight at all times, ``batch * per_slot`` requests in all.
+
+    Each slot sends its next request as soon as its last one returns, so an engine that lets new
+    requests join a running batch keeps it full; one that cannot shows the cost of waiting.
+    """
+    reqs = _requests(batch * per_slot, mode, max_tokens, temperature)
+    done: list[Any] = []
+
+    async def slot(k: int) -> None:
+        for q in reqs[k::batch]:
+            done.append(await backend.complete(q))
+
     t0 = time.perf_counter()
-    for r in range(rounds):
-        reqs = _requests(batch, mode, max_tokens, temperature, offset=r * batch)
-        done = await asyncio.gather(*(backend.complete(q) for q in reqs))
-        tokens += sum(c.tokens_out for c in done)
-        at_limit += sum(c.finish_reason == "length" for c in done)
-        requests += len(done)
-    return Measurement(backend.engine, preset, mode, batch, requests, tokens, time.perf_counter() - t0, at_limit)
+    await asyncio.gather(*(slot(k) for k in range(batch)))
+    seconds = time.perf_counter() - t0
+    return Measurement(backend.engine, preset, mode, batch, len(done), sum(c.tokens_out for c in done), seconds,
+                       sum(c.finish_reason == "length" for c in done))
 
 
 async def bench_engine(engine: str, preset: str, batches: list[int], max_tokens: int, temperature: float,
-                       min_requests: int, options: dict[str, Any]) -> tuple[list[Measurement], dict[str, Any]] | None:
+                       per_slot: int, options: dict[str, Any]) -> tuple[list[Measurement], dict[str, Any]] | None:
     from localbench.serving.engines import open_backend
 
     t0 = time.perf_counter()
@@ -111,9 +120,8 @@ async def bench_engine(engine: str, preset: str, batches: list[int], max_tokens:
         for mode in ("free", "json"):  # warm-up: kernels, grammar compile, allocator
             await _measure(backend, preset, mode, min(4, max(batches)), 1, 8, temperature)
         for batch in batches:
-            rounds = max(1, -(-min_requests // batch))
             for mode in ("free", "json"):
-                m = await _measure(backend, preset, mode, batch, rounds, max_tokens, temperature)
+                m = await _measure(backend, preset, mode, batch, per_slot, max_tokens, temperature)
                 results.append(m)
                 print(f"  {engine:5} {preset:14} {mode:4} batch {batch:3}: {m.tokens:6d} tok in {m.seconds:7.2f} s"
                       f" = {m.tokens_per_s:8.1f} tok/s ({m.at_limit}/{m.requests} at max_tokens)", file=sys.stderr)
@@ -138,15 +146,17 @@ def table(results: list[Measurement]) -> str:
         lines.append(f"| {engine} | {preset} | {batch} | {free.tokens_per_s:.1f} | {js.tokens_per_s:.1f} | "
                      f"{overhead:+.1%} | {free.tokens} ({free.at_limit}/{free.requests}) / "
                      f"{js.tokens} ({js.at_limit}/{js.requests}) |")
-    lines += ["", "| engine | model | mode | batch 32 / batch 1 | batch 8 / batch 1 |", "|---|---|---|---:|---:|"]
+    bigger = sorted({m.batch for m in results if m.batch > 1}, reverse=True)
+    lines += ["", "| engine | model | mode | " + " | ".join(f"batch {b} / batch 1" for b in bigger) + " |",
+              "|---|---|---|" + "---:|" * len(bigger)]
     for (engine, preset, mode, batch), one in key.items():
         if batch != 1:
             continue
         gains = []
-        for b in (32, 8):
+        for b in bigger:
             other = key.get((engine, preset, mode, b))
             gains.append(f"{other.tokens_per_s / one.tokens_per_s:.1f}x" if other and one.tokens_per_s else "n/a")
-        lines.append(f"| {engine} | {preset} | {mode} | {gains[0]} | {gains[1]} |")
+        lines.append(f"| {engine} | {preset} | {mode} | " + " | ".join(gains) + " |")
     return "\n".join(lines)
 
 
@@ -165,8 +175,8 @@ async def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batches", default="1,8,32")
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--temperature", type=float, default=0.7)
-    ap.add_argument("--min-requests", type=int, default=2,
-                    help="each measurement runs at least this many requests (waves of one batch)")
+    ap.add_argument("--per-slot", type=int, default=2,
+                    help="requests per in-flight slot: a measurement at batch B runs B x this many requests")
     ap.add_argument("--grammar", default=None, help="hf grammar backend (xgrammar or outlines)")
     ap.add_argument("--json", dest="json_out", default=None, help="also write the raw measurements here")
     args = ap.parse_args(argv)
@@ -182,7 +192,7 @@ async def main(argv: list[str] | None = None) -> int:
                 options["grammar"] = args.grammar
         for preset in [p.strip() for p in args.presets.split(",") if p.strip()]:
             got = await bench_engine(engine, preset, batches, args.max_tokens, args.temperature,
-                                     args.min_requests, options)
+                                     args.per_slot, options)
             if got is not None:
                 all_results.extend(got[0])
                 facts[f"{engine}/{preset}"] = got[1]
