@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.metadata
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from localbench.serving.hf_batcher import Feed, MicroBatcher
 from localbench.serving.hf_decode import Row, RowOutput, decode
 from localbench.serving.hf_grammar import GRAMMAR_BACKENDS, GrammarBackend, make_grammar_backend
 from localbench.serving.presets import Preset, load_preset
-from localbench.serving.types import GenerationRequest, Message, ModelIdentity, RawCompletion
+from localbench.serving.types import EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion
 from localbench.serving.weights import identity_of, materialize
 
 
@@ -93,6 +94,11 @@ class HFBackend:
     ):
         if grammar not in GRAMMAR_BACKENDS:
             raise ValueError(f"unknown grammar backend '{grammar}': choose one of {', '.join(GRAMMAR_BACKENDS)}")
+        if not getattr(tokenizer, "chat_template", None):
+            raise EngineError(
+                f"preset '{identity.preset}': the tokenizer at {location or identity.source} has no chat "
+                "template, so chat messages cannot be turned into a prompt (is this a base model?)"
+            )
         self.model = model
         self.tokenizer = tokenizer
         self.identity = identity
@@ -105,6 +111,9 @@ class HFBackend:
         self.grammar: GrammarBackend = make_grammar_backend(grammar, tokenizer, self.vocab_width, self.stop_ids)
         self.grammar_backend = self.grammar.name
         self.requests_served = 0  # complete() calls that reached the model
+        # The event loop encodes prompts while the worker thread decodes replies; a fast tokenizer
+        # can raise "Already borrowed" when two threads use it at once.
+        self._tokenizer_lock = threading.Lock()
         self._batcher: MicroBatcher[_Job] = MicroBatcher(
             self._run,
             max_batch_size=max_batch_size,
@@ -161,10 +170,11 @@ class HFBackend:
 
     def prompt_ids(self, messages: list[Message]) -> list[int]:
         """Token ids of the chat-templated prompt, ending with the assistant turn's opening."""
-        text = self.tokenizer.apply_chat_template(
-            messages, tokenize=False, add_generation_prompt=True, **self.chat_template_kwargs
-        )
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        with self._tokenizer_lock:
+            text = self.tokenizer.apply_chat_template(
+                messages, tokenize=False, add_generation_prompt=True, **self.chat_template_kwargs
+            )
+            return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def count_tokens(self, messages: list[Message]) -> int:
         return len(self.prompt_ids(messages))
@@ -227,7 +237,8 @@ class HFBackend:
             return rows
 
         def on_done(handle: int, out: RowOutput) -> None:
-            text = self.tokenizer.decode(out.token_ids, skip_special_tokens=True)
+            with self._tokenizer_lock:
+                text = self.tokenizer.decode(out.token_ids, skip_special_tokens=True)
             feed.report(handle, RawCompletion(text=text, finish_reason=out.finish_reason,
                                               tokens_in=prompts.pop(handle), tokens_out=len(out.token_ids)))
 
