@@ -141,7 +141,7 @@ def level_of(record: dict[str, Any]) -> str | None:
 
 
 async def evaluate_judge(judge: str, client: StructuredClient, items: list[GoldItem], config: EvalConfig,
-                         store: JsonlStore, show_progress: bool = True) -> JudgeRunSummary:
+                         store: JsonlStore, show_progress: bool | None = None) -> JudgeRunSummary:
     tasks = eval_tasks(judge, items, config, client, store)
     return await run_judge_tasks(client, tasks, store, show_progress=show_progress)
 
@@ -188,7 +188,7 @@ def prepare(gold: str | Path, out: str | Path, config: EvalConfig) -> list[GoldI
 
 async def run_eval(gold: str | Path, out: str | Path, config: EvalConfig, judges: list[str] | None = None,
                    clients: dict[str, StructuredClient] | None = None,
-                   show_progress: bool = True) -> dict[str, JudgeRunSummary]:
+                   show_progress: bool | None = None) -> dict[str, JudgeRunSummary]:
     """Every judge over every gold item, one judge (one engine) at a time; returns per-judge summaries.
 
     ``clients`` may supply ready clients by preset name (tests, or a caller that already holds an

@@ -17,7 +17,8 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterator
+from contextlib import contextmanager
+from typing import IO, Callable, Iterator
 
 from localbench.judging.gold import GoldItem, LabelRecord, read_gold
 from localbench.runtime.records import JsonlStore
@@ -41,32 +42,40 @@ class LabelSummary:
     interrupted: bool = False
 
 
-def _keys_from_tty(stream: IO[str]) -> Iterator[str]:
-    """Single keypresses from a terminal; the terminal's mode is restored however this ends."""
+@contextmanager
+def key_source(stream: IO[str]) -> Iterator[Callable[[], str]]:
+    """A function returning the next answer key ("q" at end of input).
+
+    On a terminal the mode is switched to cbreak (no line buffering, no echo; ISIG stays on, so
+    Ctrl-C still raises) before anything is shown, without flushing keys typed ahead, and restored
+    however the session ends.
+    """
+    if not stream.isatty():
+        lines = iter(stream)
+
+        def next_line() -> str:
+            line = next(lines, None)
+            return "q" if line is None else line.strip()[:1]
+
+        yield next_line
+        return
     import termios
-    import tty
 
     fd = stream.fileno()
     old = termios.tcgetattr(fd)
+    mode = termios.tcgetattr(fd)
+    mode[3] &= ~(termios.ECHO | termios.ICANON)
+    mode[6][termios.VMIN], mode[6][termios.VTIME] = 1, 0
+    termios.tcsetattr(fd, termios.TCSANOW, mode)
+
+    def next_key() -> str:
+        ch = os.read(fd, 1).decode("utf-8", "replace")
+        return "q" if not ch or ch == "\x04" else ch  # EOF / Ctrl-D quit
+
     try:
-        tty.setcbreak(fd)  # no line buffering, no echo; ISIG stays on so Ctrl-C raises
-        while True:
-            ch = os.read(fd, 1).decode("utf-8", "replace")
-            if not ch or ch == "\x04":  # EOF / Ctrl-D
-                return
-            yield ch
+        yield next_key
     finally:
         termios.tcsetattr(fd, termios.TCSADRAIN, old)
-
-
-def _keys_from_lines(stream: IO[str]) -> Iterator[str]:
-    for line in stream:
-        s = line.strip()
-        yield s[:1] if s else ""
-
-
-def keys(stream: IO[str]) -> Iterator[str]:
-    return _keys_from_tty(stream) if stream.isatty() else _keys_from_lines(stream)
 
 
 def show(item: GoldItem, n: int, total: int, out: IO[str]) -> None:
@@ -99,28 +108,9 @@ def label_session(gold: str | Path, annotator: str, labels: str | Path | None = 
     if not todo:
         out.write("nothing left to label\n")
         return summary
-    stream = keys(stdin)
     try:
-        for item in todo:
-            show(item, len(items) - summary.remaining + 1, len(items), out)
-            while True:
-                out.write(PROMPT)
-                out.flush()
-                ch = next(stream, "q").lower()
-                if ch in KEYS or ch in ("s", "q"):
-                    break
-                out.write(f"\n  '{ch}' is not an answer\n")
-            out.write(ch + "\n")
-            if ch == "q":
-                break
-            skipped = ch == "s"
-            rec = LabelRecord(key=f"{item.id}|skip" if skipped else item.id, item_id=item.id, annotator=annotator,
-                              label=None if skipped else KEYS[ch], skipped=skipped,
-                              time=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-            store.append(rec.model_dump())  # flushed and fsynced before the next item is shown
-            summary.remaining -= 1
-            summary.skipped += skipped
-            summary.answered += not skipped
+        with key_source(stdin) as next_key:
+            _loop(todo, len(items), annotator, store, next_key, summary, out)
     except KeyboardInterrupt:
         summary.interrupted = True
         out.write("\ninterrupted\n")
@@ -128,3 +118,28 @@ def label_session(gold: str | Path, annotator: str, labels: str | Path | None = 
               f"{summary.remaining} left. Saved in {path}; run the same command to resume.\n")
     out.flush()
     return summary
+
+
+def _loop(todo: list[GoldItem], total: int, annotator: str, store: JsonlStore, next_key: Callable[[], str],
+          summary: LabelSummary, out: IO[str]) -> None:
+    """Show each item, take one answer, append it (fsynced) before showing the next."""
+    for item in todo:
+        show(item, total - summary.remaining + 1, total, out)
+        while True:
+            out.write(PROMPT)
+            out.flush()
+            ch = next_key().lower()
+            if ch in KEYS or ch in ("s", "q"):
+                break
+            out.write(f"\n  '{ch}' is not an answer\n")
+        out.write(ch + "\n")
+        if ch == "q":
+            break
+        skipped = ch == "s"
+        rec = LabelRecord(key=f"{item.id}|skip" if skipped else item.id, item_id=item.id, annotator=annotator,
+                          label=None if skipped else KEYS[ch], skipped=skipped,
+                          time=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+        store.append(rec.model_dump())  # flushed and fsynced before the next item is shown
+        summary.remaining -= 1
+        summary.skipped += skipped
+        summary.answered += not skipped

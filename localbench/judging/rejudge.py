@@ -86,7 +86,7 @@ def score_with(run_dir: str | Path, judge: str, judgments: list[dict[str, Any]],
 
 
 async def rejudge_one(run_dir: str | Path, judge: str, leakage_only: bool = True,
-                      client: StructuredClient | None = None, show_progress: bool = True) -> Path:
+                      client: StructuredClient | None = None, show_progress: bool | None = None) -> Path:
     """Judge the run with ``judge``; returns runs/<id>/judges/<judge>/."""
     from localbench.benchmarks.asb.evaluate import build_tasks
     from localbench.judging.runner import run_judge_tasks

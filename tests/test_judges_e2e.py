@@ -1,0 +1,128 @@
+"""The judge-reliability lab end to end on real engines and real files.
+
+The tiny random Llama (hf engine, xgrammar) proves the plumbing: every gold item in every variant
+gets a schema-valid label or a recorded failure, runs resume, a finished run is rejudged and
+scored by the benchmark's code, and the report is written. SmolLM2-135M (slow) proves a real model
+goes through, and that the report states its κ as measured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from localbench.benchmarks.asb.loaders import load_scenarios
+from localbench.cli import app
+from localbench.judging.agreement import LABELS, cohen_kappa
+from localbench.judging.construct import build_gold, write_planted_run
+from localbench.judging.evaluate import EvalConfig, load_eval, run_eval, task_key
+from localbench.judging.gold import read_gold, write_gold
+from localbench.runtime.records import JsonlStore
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def _invoke(*args: str):
+    res = CliRunner().invoke(app, list(args), catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return res
+
+
+def _gold(tmp_path, methods, categories=("CD",), limit=1, name="gold.jsonl"):
+    items = build_gold(load_scenarios("builtin", list(categories), limit=limit).scenarios, seed=0, methods=methods)
+    return write_gold(tmp_path / name, items)
+
+
+def test_tiny_random_eval_rejudge_report(tmp_path, tiny_dir):
+    gold = _gold(tmp_path, ["verbatim", "split", "fragment", "abstraction", "other_person", "negation"])
+    items = read_gold(gold)
+    ev = tmp_path / "ev"
+    res = _invoke("judges", "eval", "--judges", "tiny-random", "--gold", str(gold), "--out", str(ev),
+                  "--seeds", "2", "--shuffle", "--pad", "--engine", "hf", "--max-tokens", "200")
+    assert "tiny-random: " in res.output and "κ = " in res.output
+    store = JsonlStore(ev / "judgments.jsonl")
+    runs = [("base", 0), ("base", 1), ("shuffled", 0), ("padded", 0)]
+    assert store.keys() == {task_key("tiny-random", it.id, v, k) for it in items for v, k in runs}
+    for r in store.read():
+        if r["failure"] is None:  # schema-valid: one level for exactly this item
+            assert set(r["label"]["levels"]) == {r["item_id"]} and r["label"]["levels"][r["item_id"]] in LABELS
+            assert r["call"]["finish_reason"] == "stop"
+        else:
+            assert r["label"] is None and r["failure"]
+        assert r["temperature"] == (0.7 if r["seed_index"] else 0.0)
+    padded = [r for r in store.read() if r["variant"] == "padded"]
+    base = {r["item_id"]: r for r in store.read() if r["variant"] == "base" and r["seed_index"] == 0}
+    assert all(r["n_messages"] == base[r["item_id"]]["n_messages"] + 8 for r in padded)
+    for f in ("report.md", "report.html", "reliability.json", "verdicts.txt", "figures/confusion_tiny-random.png"):
+        assert (ev / f).stat().st_size > 0, f
+    rel = json.loads((ev / "reliability.json").read_text())
+    kappa = rel["judges"][0]["gold"]["kappa"]["estimate"]
+    md = (ev / "report.md").read_text()
+    assert f"κ = {kappa:.2f}" in md and rel["judges"][0]["verdict"]["grade"] in md
+    # resume: nothing is asked again
+    res = _invoke("judges", "eval", "--judges", "tiny-random", "--gold", str(gold), "--out", str(ev),
+                  "--seeds", "2", "--shuffle", "--pad", "--engine", "hf", "--max-tokens", "200", "--no-report")
+    assert "0 calls made, 24 already done" in res.output
+
+    # a finished run with known leak rates, rejudged by the tiny model, then the consequences
+    run = write_planted_run(tmp_path / "runs" / "planted", "builtin", {"a": 0.2, "b": 0.8}, seed=1,
+                            categories=["CD", "MC"])
+    _invoke("judges", "rejudge", str(run), "--judges", "tiny-random")
+    jdir = run / "judges" / "tiny-random"
+    judged = list(JsonlStore(jdir / "judgments.jsonl").read())
+    assert judged and {j["judge"] for j in judged} == {"privacy"}
+    lines = [json.loads(x) for x in (jdir / "scenario_scores.jsonl").read_text().splitlines()]
+    assert len(lines) == 8 and all(set(ln["metrics"]) <= {"CDLR", "CDLR_full", "CDLR_partial", "MLR", "MLR_full",
+                                                           "MLR_partial"} for ln in lines)
+    assert (jdir / "scores.json").exists()
+    res = _invoke("judges", "report", str(ev), "--run", str(run), "--resamples", "200")
+    md = (ev / "report.md").read_text()
+    assert "Consequences for benchmark runs" in md and "Leak rates corrected" in md
+    rel = json.loads((ev / "reliability.json").read_text())
+    corr = rel["consequences"]["corrected"]
+    assert {c["model"] for c in corr} == {"a", "b"} and all(c["judge"] == "tiny-random" for c in corr)
+
+
+def test_failures_on_a_real_engine_are_recorded_not_dropped(tmp_path, tiny_dir):
+    """max_tokens too small to finish the JSON: every answer fails validation and is recorded."""
+    from localbench.serving.client import StructuredClient
+    from localbench.serving.engines import open_backend
+
+    gold = _gold(tmp_path, ["verbatim", "absent"])
+    client = StructuredClient(open_backend("tiny-random", "hf"), max_retries=1)
+    cfg = EvalConfig(judges=["tiny-random"], max_tokens=12)
+    summary = asyncio.run(run_eval(gold, tmp_path / "ev", cfg, clients={"tiny-random": client}, show_progress=False))
+    asyncio.run(client.aclose())
+    s = summary["tiny-random"]
+    assert s.total == s.failed == len(read_gold(gold))
+    data = load_eval(tmp_path / "ev")
+    assert all(v is None for v in data.labels("tiny-random").values())
+    for r in data.records:
+        assert "cut by max_tokens" in r["failure"] and r["call"]["n_attempts"] == 2 and r["label"] is None
+    from localbench.judging.reliability import judge_reliability
+
+    rel = judge_reliability(data, "tiny-random", n_resamples=20)
+    assert rel.failure_rate == 1.0 and rel.verdict.grade == "no evidence"
+    assert any("failed validation" in n for n in rel.verdict.notes)
+
+
+@pytest.mark.slow
+def test_smollm2_report_states_its_kappa(tmp_path, smollm2_dir):
+    gold = _gold(tmp_path, ["verbatim", "absent", "negation", "fragment"])
+    ev = tmp_path / "ev"
+    _invoke("judges", "eval", "--judges", "smollm2-135m", "--gold", str(gold), "--out", str(ev), "--engine", "hf")
+    data = load_eval(ev)
+    labels = data.labels("smollm2-135m")
+    gold_labels = {it.id: it.label for it in data.gold}
+    assert all(r["failure"] is None or r["label"] is None for r in data.records)
+    got = {k: v for k, v in labels.items() if v is not None}
+    assert len(got) >= len(gold_labels) // 2  # a real model answers most items in the schema
+    kappa = cohen_kappa(gold_labels, labels, n_resamples=1000, seed=0)  # recomputed independently
+    rel = json.loads((ev / "reliability.json").read_text())["judges"][0]
+    assert rel["gold"]["kappa"]["estimate"] == pytest.approx(kappa.estimate)
+    verdict = (ev / "verdicts.txt").read_text()
+    assert f"κ = {kappa.estimate:.2f} [{kappa.low:.2f}, {kappa.high:.2f}] vs gold" in verdict
+    assert f"κ = {kappa.estimate:.2f}" in (ev / "report.md").read_text()

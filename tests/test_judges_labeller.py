@@ -1,0 +1,127 @@
+"""The labelling tool, driven as a user would: a piped script, and a real terminal (pty) with Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from localbench.benchmarks.asb.loaders import load_scenarios
+from localbench.judging.construct import build_gold
+from localbench.judging.gold import read_labels, write_gold
+
+pytestmark = pytest.mark.timeout(120)
+CMD = [sys.executable, "-m", "localbench.cli", "judges", "label"]
+
+
+@pytest.fixture()
+def gold(tmp_path) -> Path:
+    items = build_gold(load_scenarios("builtin", ["CD"], limit=1).scenarios, seed=0,
+                       methods=["verbatim", "absent", "fragment"])
+    return write_gold(tmp_path / "gold.jsonl", items[:5])
+
+
+def _labels(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines()]
+
+
+def test_piped_answers_are_saved_and_resumed(gold):
+    out = gold.with_name("gold.labels.ana.jsonl")
+    ids = [json.loads(x)["id"] for x in gold.read_text().splitlines()]
+    r = subprocess.run(CMD + [str(gold), "--annotator", "ana"], input="n\nx\np\ns\nq\n", text=True,
+                       capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "'x' is not an answer" in r.stdout and "item 1/5" in r.stdout and "Private item of Noor Sabbagh" in r.stdout
+    recs = _labels(out)
+    assert [(x["item_id"], x["label"], x["skipped"]) for x in recs] == [
+        (ids[0], "none", False), (ids[1], "partial", False), (ids[2], None, True)]
+    assert "2 answered, 1 skipped" in r.stdout and "2 left" in r.stdout
+    # resume: starts at item 4 (the skipped one stays skipped); EOF ends the session cleanly
+    r = subprocess.run(CMD + [str(gold), "--annotator", "ana"], input="f\n", text=True, capture_output=True,
+                       timeout=60)
+    assert r.returncode == 0 and "3 of 5 items already labelled" in r.stdout and "item 4/5" in r.stdout
+    assert {x.item_id: x.label for x in read_labels(out)} == {ids[0]: "none", ids[1]: "partial", ids[2]: None,
+                                                                ids[3]: "full"}
+    # the skipped item comes back when asked
+    r = subprocess.run(CMD + [str(gold), "--annotator", "ana", "--redo-skipped"], input="f\nn\n", text=True,
+                       capture_output=True, timeout=60)
+    assert r.returncode == 0
+    final = {x.item_id: (x.label, x.skipped) for x in read_labels(out)}
+    assert final[ids[2]] == ("full", False) and final[ids[4]] == ("none", False)
+    r = subprocess.run(CMD + [str(gold), "--annotator", "ana"], input="", text=True, capture_output=True, timeout=60)
+    assert "nothing left to label" in r.stdout
+
+
+class Terminal:
+    """A child process on a pseudo-terminal: keypresses in, screen text out."""
+
+    def __init__(self, argv: list[str]):
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # child
+            os.execvp(argv[0], argv)
+        self.screen = ""
+
+    def expect(self, text: str, timeout: float = 60) -> None:
+        end = time.monotonic() + timeout
+        while text not in self.screen:
+            left = end - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"never saw {text!r}; screen ends with {self.screen[-400:]!r}")
+            r, _, _ = select.select([self.fd], [], [], left)
+            if r:
+                try:
+                    self.screen += os.read(self.fd, 4096).decode("utf-8", "replace")
+                except OSError:  # child exited
+                    if text not in self.screen:
+                        raise AssertionError(f"child exited before {text!r}: {self.screen[-400:]!r}")
+
+    def press(self, key: str) -> None:
+        os.write(self.fd, key.encode())
+
+    def wait(self) -> int:
+        try:
+            while True:
+                os.read(self.fd, 4096)
+        except OSError:
+            pass
+        _, status = os.waitpid(self.pid, 0)
+        return os.waitstatus_to_exitcode(status)
+
+
+def test_single_keypresses_and_ctrl_c_lose_nothing(gold):
+    out = gold.with_name("gold.labels.bo.jsonl")
+    t = Terminal(CMD + [str(gold), "--annotator", "bo"])
+    t.expect("item 1/5")
+    t.expect("[q]uit > ")
+    t.press("f")  # one key, no Enter
+    t.expect("item 2/5")
+    t.press("p")
+    t.expect("item 3/5")
+    t.press("\x03")  # Ctrl-C from the terminal (SIGINT to the foreground process)
+    t.expect("run the same command to resume")
+    assert t.wait() == 130
+    assert [(x["label"]) for x in _labels(out)] == ["full", "partial"]
+    # an external SIGINT mid-session loses nothing either
+    t = Terminal(CMD + [str(gold), "--annotator", "bo"])
+    t.expect("2 of 5 items already labelled")
+    t.expect("item 3/5")
+    t.press("n")
+    t.expect("item 4/5")
+    os.kill(t.pid, signal.SIGINT)
+    assert t.wait() == 130
+    assert [x["label"] for x in _labels(out)] == ["full", "partial", "none"]
+    t = Terminal(CMD + [str(gold), "--annotator", "bo"])
+    t.expect("item 4/5")
+    t.press("n")
+    t.expect("item 5/5")
+    t.press("q")
+    assert t.wait() == 0
+    assert len(_labels(out)) == 4

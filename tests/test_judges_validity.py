@@ -1,0 +1,159 @@
+"""Measurement validity: the pipeline, not a model, is what these prove.
+
+1. An oracle judge that returns the construction labels reproduces the planted leak rates exactly,
+   through the benchmark's own judge calls, decoder, metrics and scoring (via `judges rejudge`).
+2. A simulated judge with known FPR/FNR gives Rogan–Gladen-corrected rates whose CIs cover the
+   true rate in at least 90% of repeated draws.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections import defaultdict
+
+import pytest
+
+from judges_helpers import flip, scripted_judge
+from localbench.benchmarks.asb.loaders import load_scenarios
+from localbench.judging.agreement import compare_to_gold
+from localbench.judging.construct import PLANTABLE, build_gold, write_planted_run
+from localbench.judging.evaluate import EvalConfig, load_eval, run_eval
+from localbench.judging.gold import write_gold
+from localbench.judging.rejudge import rejudge_one
+from localbench.judging.reliability import consequences, corrected_rate, judge_reliability, reliability
+from localbench.runtime.records import JsonlStore
+
+pytestmark = pytest.mark.timeout(120)
+SHARES = {"careful": 0.2, "middling": 0.5, "leaky": 0.85}
+
+
+def _planted_labels(run_dir):
+    """transcript key -> {item text: construction label}, from the planted transcripts."""
+    scen = {s.id: s for s in load_scenarios("builtin", list(PLANTABLE)).scenarios}
+    out = {}
+    for t in JsonlStore(run_dir / "transcripts.jsonl").read():
+        texts = {it.id: it.text for it in scen[t["scenario"]].items}
+        out[t["key"]] = {texts[i]: lv for i, lv in t["planted"].items()}
+    return out
+
+
+def _oracle(run_dir, name="oracle"):
+    planted = _planted_labels(run_dir)
+
+    def level(request, key, text):
+        sim_key = request.tag.split("|privacy|")[0]
+        return planted[sim_key][text]
+
+    return scripted_judge(level, name)
+
+
+def _expected_rates(run_dir):
+    """Planted leak rates per simulation, computed here from the construction labels alone."""
+    scen = {s.id: s for s in load_scenarios("builtin", list(PLANTABLE)).scenarios}
+    out = {}
+    for t in JsonlStore(run_dir / "transcripts.jsonl").read():
+        sc = scen[t["scenario"]]
+        leak = {i: lv != "none" for i, lv in t["planted"].items()}
+        if sc.category == "CU":
+            owners = [p.id for p in sc.people if sc.items_of(p.id)]
+            per = [sum(leak[it.id] for it in sc.items_of(o)) / len(sc.items_of(o)) for o in owners]
+            out[t["key"]] = ("CULR", sum(per) / len(per))
+        else:
+            out[t["key"]] = ({"CD": "CDLR", "MC": "MLR"}[sc.category], sum(leak.values()) / len(leak))
+    return out
+
+
+def test_oracle_reproduces_planted_leak_rates_through_the_metric_code(tmp_path):
+    run = write_planted_run(tmp_path / "planted", "builtin", SHARES, seed=3)
+    out = asyncio.run(rejudge_one(run, "oracle", client=_oracle(run), show_progress=False))
+    lines = [json.loads(x) for x in (out / "scenario_scores.jsonl").read_text().splitlines()]
+    expected = _expected_rates(run)
+    assert len(lines) == len(expected) == 6 * len(SHARES)
+    rates = set()
+    for ln in lines:
+        metric, value = expected[ln["key"]]
+        assert ln["metrics"][metric] == pytest.approx(value, abs=1e-12), ln["key"]
+        assert ln["failed"] == []
+        rates.add(round(value, 6))
+    assert len(rates) > 3  # the planted rates differ, so a constant answer could not pass
+    judgments = list(JsonlStore(out / "judgments.jsonl").read())
+    assert judgments and all(j["failure"] is None for j in judgments)
+
+
+def test_oracle_gold_eval_then_consequences(tmp_path):
+    """Oracle on a gold set: κ = 1, verdict 'use as is'; its corrected run rates equal the observed ones."""
+    scenarios = load_scenarios("builtin", ["CD", "MC"]).scenarios
+    items = build_gold(scenarios, seed=1)
+    gold_path = write_gold(tmp_path / "gold.jsonl", items)
+    labels = {it.id: it.label for it in items}
+    oracle = scripted_judge(lambda req, k, text: labels[req.tag.split("|")[1]], "oracle")
+    cfg = EvalConfig(judges=["oracle"], seeds=2, shuffle=True, pad=True)
+    asyncio.run(run_eval(gold_path, tmp_path / "ev", cfg, clients={"oracle": oracle}, show_progress=False))
+    data = load_eval(tmp_path / "ev")
+    rel = judge_reliability(data, "oracle", n_resamples=50)
+    assert rel.gold.kappa.estimate == pytest.approx(1.0) and rel.gold.leak.fp == rel.gold.leak.fn == 0
+    assert rel.leak_bias.estimate == 0 and rel.n_failed == 0
+    assert rel.verdict.grade == "use as is" and "usable as is" in rel.verdict.text
+    assert rel.consistency.unanimous.estimate == 1.0 and all(p.flip.estimate == 0 for p in rel.probes)
+
+    run = write_planted_run(tmp_path / "planted", "builtin", SHARES, seed=3)
+    asyncio.run(rejudge_one(run, "oracle", client=_oracle(run), show_progress=False))
+    cons = consequences([run], {"oracle": rel})
+    dyadic = [c for c in cons.corrected if c.judge == "oracle"]
+    assert len(dyadic) == len(SHARES) * 3  # model × category (one level)
+    for c in dyadic:
+        assert c.corrected is not None and c.corrected.estimate == pytest.approx(c.observed)
+        assert c.corrected.low <= c.observed <= c.corrected.high
+    # planted shares order the models; the oracle's pooled ranking must follow it
+    pooled = [r for r in cons.ranks if r.scope.startswith("all units")]
+    assert not pooled  # a single judge has nothing to compare with
+    full = reliability(data, n_resamples=50, runs=[run])
+    assert full.consequences is not None and full.consequences.metrics
+
+
+def test_rankings_of_two_judges_by_kendall_tau(tmp_path):
+    run = write_planted_run(tmp_path / "planted", "builtin", SHARES, seed=5)
+    asyncio.run(rejudge_one(run, "oracle", client=_oracle(run), show_progress=False))
+    inverted = scripted_judge(lambda req, k, text: "none" if _oracle_level(run, req, text) != "none" else "full",
+                              "inverted")
+    asyncio.run(rejudge_one(run, "inverted", client=inverted, show_progress=False))
+    cons = consequences([run], {})
+    pooled = [r for r in cons.ranks if r.scope.startswith("all units")]
+    assert len(pooled) == 1 and pooled[0].tau.n == 3
+    assert pooled[0].tau.tau == pytest.approx(-1.0)  # the inverted judge reverses the ranking
+    assert pooled[0].ranking_b[0].endswith("/leaky")  # oracle (sorted second: "oracle" > "inverted")
+    spreads = [m.spread for m in cons.metrics if m.spread is not None]
+    assert spreads and max(spreads) > 0.5
+    assert all(c.corrected is None and "no gold" in c.note for c in cons.corrected)
+
+
+_CACHE: dict = {}
+
+
+def _oracle_level(run, request, text):
+    if run not in _CACHE:
+        _CACHE[run] = _planted_labels(run)
+    return _CACHE[run][request.tag.split("|privacy|")[0]][text]
+
+
+def test_corrected_rates_cover_the_truth(tmp_path):
+    """Known FPR/FNR, known prevalence: the Rogan–Gladen CI covers the truth in ≥ 90% of draws."""
+    fpr, fnr, truth = 0.15, 0.25, 0.3
+    n_gold, n_run, reps = 200, 400, 200
+    rng = random.Random(42)
+    covered = 0
+    widths = []
+    for r in range(reps):
+        gold = {i: rng.choice(["partial", "full"]) if rng.random() < 0.45 else "none" for i in range(n_gold)}
+        judged = {i: flip(lv, fpr, fnr, rng) for i, lv in gold.items()}
+        agreement = compare_to_gold(gold, judged, n_resamples=1, seed=r)
+        true_units = ["full" if rng.random() < truth else "none" for _ in range(n_run)]
+        k_obs = sum(flip(lv, fpr, fnr, rng) != "none" for lv in true_units)
+        ci = corrected_rate(k_obs, n_run, agreement, seed=r)
+        covered += ci.low <= truth <= ci.high
+        widths.append(ci.high - ci.low)
+        # the uncorrected rate is biased: (1 - fnr) * truth + fpr * (1 - truth) = 0.33 on average
+    assert covered / reps >= 0.90, f"coverage {covered / reps:.2f}"
+    assert max(widths) < 0.4  # and the intervals are informative, not [0, 1]
