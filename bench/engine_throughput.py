@@ -178,6 +178,7 @@ async def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-slot", type=int, default=2,
                     help="requests per in-flight slot: a measurement at batch B runs B x this many requests")
     ap.add_argument("--grammar", default=None, help="hf grammar backend (xgrammar or outlines)")
+    ap.add_argument("--dtype", default=None, help="hf weights dtype (default: the preset's), e.g. bfloat16")
     ap.add_argument("--json", dest="json_out", default=None, help="also write the raw measurements here")
     args = ap.parse_args(argv)
 
@@ -190,6 +191,8 @@ async def main(argv: list[str] | None = None) -> int:
             options["max_batch_size"] = max(batches)
             if args.grammar:
                 options["grammar"] = args.grammar
+            if args.dtype:
+                options["dtype"] = args.dtype
         for preset in [p.strip() for p in args.presets.split(",") if p.strip()]:
             got = await bench_engine(engine, preset, batches, args.max_tokens, args.temperature,
                                      args.per_slot, options)

@@ -219,6 +219,18 @@ async def test_outlines_backend_batches_one_schema_at_a_time(tiny_dir):
     await be.aclose()
 
 
+def test_model_without_chat_template_is_refused_by_name(tiny):
+    import copy
+
+    from localbench.serving.hf_engine import HFBackend
+    from localbench.serving.types import EngineError
+
+    bare = copy.deepcopy(tiny.tokenizer)
+    bare.chat_template = None
+    with pytest.raises(EngineError, match="preset 'tiny-random'.*no chat template"):
+        HFBackend(tiny.model, bare, identity=tiny.identity, max_model_len=2048)
+
+
 def test_unknown_grammar_backend_is_named(tiny_dir):
     from localbench.serving.hf_engine import HFBackend
 
