@@ -198,14 +198,20 @@ def test_array_and_merge_equal_a_local_run(cluster, model_ready, tmp_path):
 
 def test_shard_requeued_mid_run_finishes_without_duplicates(cluster, model_ready, tmp_path):
     # enough work that the shard is still running when its first records are written
-    d = spec_dict(run_id="requeue", num_shards=1, seeds=2, levels=["L0", "L2"],
-                  serving={"max_concurrency": 1})
+    d = spec_dict(run_id="requeue", num_shards=1, limit=1, seeds=2, serving={"max_concurrency": 1})
     spec = write_spec(tmp_path / "spec.yaml", d)
     run, rec = submit(spec, tmp_path)
     array = rec["submissions"][0]["array_job"]
     shard_file = run / "shards" / "0" / "transcripts.jsonl"
     want = expected_keys(d)
-    wait_for(lambda: len(records(shard_file)) >= 2, 240, "the shard's first records", run, every=0.2)
+    state_file = run / "slurm" / "state" / "shard-0.exit"
+
+    def first_record() -> bool:
+        if state_file.exists():  # the task ended before writing anything: no point waiting
+            pytest.fail(f"the shard ended before its first record\n{diagnostics(run)}")
+        return len(records(shard_file)) >= 1
+
+    wait_for(first_record, 240, "the shard's first record", run, every=0.2)
     done_before = len(records(shard_file))
     assert done_before < len(want), "the shard finished before it could be requeued; give it more work"
     r = subprocess.run(["scontrol", "requeue", f"{array}_0"], capture_output=True, text=True)
@@ -240,6 +246,7 @@ def test_failed_shard_cancels_the_merge_and_status_says_why(cluster, model_ready
     assert bad["exit_code"].split(":")[0] != "0" and "no-such-model" in bad["why"], bad
     assert st["merge"]["state"] == "CANCELLED" and "[1]" in st["merge_why"], st  # kill-on-invalid-dep
     text = lb("slurm", "status", str(run), cwd=tmp_path).stdout
+    print(text)
     assert "shard 1 |" in text and "FAILED" in text and "no-such-model" in text
 
     # fix it and resubmit only the failed shard; the new merge job completes the run
