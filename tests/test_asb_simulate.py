@@ -20,10 +20,9 @@ import yaml
 
 from asb_checks import transcript_problems
 from asb_fake import FakeBackend, fake_clients
-from localbench.benchmarks.asb.engine import SimSettings, SimTask
 from localbench.benchmarks.asb.ladder import resolve_level
 from localbench.benchmarks.asb.loaders import load_scenarios
-from localbench.benchmarks.asb.simulate import (SimClients, engine_for, plan, settings_for, simulate_scenarios)
+from localbench.benchmarks.asb.simulate import SimClients, engine_for, plan, settings_for, simulate_scenarios
 from localbench.rundir import RunDir
 from localbench.runtime.context import Budget, ContextExhausted, fit_prompt
 from localbench.runtime.scheduler import Job, run_jobs
@@ -31,7 +30,6 @@ from localbench.serving.client import StructuredClient
 from localbench.serving.types import EngineError
 from localbench.spec import load_spec
 
-REPO = Path(__file__).resolve().parent.parent
 CATS = ["CD", "MC", "CU", "GC", "HS", "CM", "AM"]
 TIMING = {"wall_s", "finished_at"}
 CALL_TIMING = {"latency_s", "cached"}

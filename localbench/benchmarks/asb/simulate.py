@@ -93,6 +93,10 @@ def check_spec(spec: RunSpec) -> None:
     if chars is not None and (not isinstance(chars, int) or chars < 1):
         raise SpecError(f"field 'extra.message_max_chars': must be a positive integer, got {chars!r}")
     resolve_levels(spec.levels)
+    from localbench.serving.presets import load_preset
+
+    for role in ("agent", "user_sim"):
+        load_preset(spec.models.for_role(role))  # an unknown preset fails before anything is written
 
 
 def settings_for(spec: RunSpec, category: str) -> SimSettings:
