@@ -62,7 +62,7 @@ class RunSpec(BaseModel):
     benchmark: Literal["asb"] = "asb"
     scenarios: str = "builtin"  # builtin | a directory | hf:NAME
     categories: list[str] | None = None  # None = all
-    levels: list[str] = Field(default_factory=lambda: ["L0", "L2"])
+    levels: list[str] = Field(default_factory=lambda: ["L0", "L1", "L2"])  # the paper's ladder
     limit: int | None = Field(None, ge=1)  # scenarios per category
     seeds: int = Field(1, ge=1)  # simulations per (scenario, level)
     seed: int = 0  # the run seed every request seed derives from
