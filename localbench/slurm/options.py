@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from localbench.errors import UserError
-from localbench.slurm.shell import SBATCH_SAFE, no_newline, sbatch_value, shell_line
+from localbench.slurm.shell import no_newline, sbatch_value, shell_line
 
 DEFAULT_AFTER_MERGE = ["localbench judge {run}", "localbench score {run}", "localbench report {run}"]
 DEFAULT_SERVE_COMMAND = "localbench serve {model} --host 127.0.0.1 --port {port}"

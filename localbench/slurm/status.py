@@ -102,7 +102,8 @@ class RunStatus(BaseModel):
         return "\n".join(lines)
 
 
-def _run(cmd: list[str]) -> subprocess.CompletedProcess[str] | None:
+def run_command(cmd: list[str]) -> subprocess.CompletedProcess[str] | None:
+    """Run a Slurm client command; None when it is not installed here."""
     if shutil.which(cmd[0]) is None:
         return None
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
@@ -142,7 +143,7 @@ def parse_sacct(stdout: str) -> dict[str, JobInfo]:
 
 def query_sacct(job_ids: list[str]) -> dict[str, JobInfo] | None:
     """Jobs by id from sacct, or None when accounting is off (sacct exits non-zero)."""
-    r = _run(["sacct", "-X", "-P", "-n", "-j", ",".join(job_ids), "-o", "JobID,State,ExitCode,Reason"])
+    r = run_command(["sacct", "-X", "-P", "-n", "-j", ",".join(job_ids), "-o", "JobID,State,ExitCode,Reason"])
     if r is None or r.returncode != 0:
         return None
     return parse_sacct(r.stdout)
@@ -176,7 +177,7 @@ def query_scontrol(job_ids: list[str]) -> dict[str, JobInfo]:
     """Jobs by id from `scontrol show job` (what the controller still remembers)."""
     out: dict[str, JobInfo] = {}
     for jid in job_ids:
-        r = _run(["scontrol", "show", "job", "-o", jid])
+        r = run_command(["scontrol", "show", "job", "-o", jid])
         if r is None:
             raise SlurmError("scontrol not found: run this on a Slurm login node")
         if r.returncode == 0:  # otherwise "Invalid job id": forgotten after MinJobAge
@@ -281,7 +282,7 @@ def cancel_run(run_dir: str | Path) -> list[str]:
     ids = sorted({s.array_job for s in rec.submissions} | {s.merge_job for s in rec.submissions if s.merge_job})
     if not ids:
         return []
-    r = _run(["scancel", *ids])
+    r = run_command(["scancel", *ids])
     if r is None:
         raise SlurmError("scancel not found: run this on a Slurm login node")
     if r.returncode != 0 and "Invalid job id" not in r.stderr:

@@ -15,7 +15,7 @@ import yaml
 from localbench.slurm.layout import JobSubmission, RunLayout, SubmissionRecord
 from localbench.slurm.plan import RunPlan, make_plan
 from localbench.slurm.render import RenderedJob, render_array, render_merge
-from localbench.slurm.status import SlurmError, _run, run_status
+from localbench.slurm.status import SlurmError, run_command, run_status
 from localbench.spec import RunSpec
 
 
@@ -77,7 +77,7 @@ def _submit_pair(plan: RunPlan, array: RenderedJob, merge: RenderedJob, shards: 
     try:
         merge_job = sbatch(m_path, [f"--dependency=afterok:{deps}"], plan.workdir)
     except SlurmError:
-        _run(["scancel", array_job])  # no array without the job that merges it
+        run_command(["scancel", array_job])  # no array without the job that merges it
         raise
     return JobSubmission(array_job=array_job, merge_job=merge_job, shards=shards, array_script=str(a_path),
                          merge_script=str(m_path))
@@ -144,7 +144,7 @@ def resubmit(run_dir: str | Path, only_failed: bool = True) -> JobSubmission | N
     if not todo:
         return None
     if st.merge and st.merge.state in ("PENDING",) and st.merge_job:
-        _run(["scancel", st.merge_job])  # it waits on the failed shards; the new merge job replaces it
+        run_command(["scancel", st.merge_job])  # it waits on the failed shards; the new merge job replaces it
     extra = [s.job_id for s in active if s.job_id]
     write_plan_files(plan)
     round_ = len(rec.submissions) + 1
