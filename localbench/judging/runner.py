@@ -41,8 +41,8 @@ async def run_judge_tasks(client: StructuredClient, tasks: list[JudgeTask], stor
     todo = [t for t in tasks if t.key not in store]
     summary.skipped = len(tasks) - len(todo)
     sem = asyncio.Semaphore(max_concurrency)
-    enabled = sys.stderr.isatty() if show_progress is None else show_progress
-    progress = Progress(len(todo), [client.stats], "judging", enabled=enabled and bool(todo))
+    mode = ("bar" if sys.stderr.isatty() else "log") if show_progress is None else ("bar" if show_progress else "off")
+    progress = Progress(len(todo), [client.stats], "judging", mode if todo else "off")
 
     async def one(task: JudgeTask) -> None:
         async with sem:
