@@ -25,6 +25,7 @@ import yaml
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(900)]
 
 LOCALBENCH = str(Path(sys.prefix) / "bin" / "localbench")
+EXAMPLE = Path(__file__).resolve().parent.parent / "slurm" / "examples" / "cpu-test-queue.yaml"
 ACTIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "SUSPENDED", "REQUEUE_HOLD"}
 
 
@@ -64,15 +65,9 @@ def lb(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess
 
 
 def spec_dict(**over: Any) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "scenarios": "builtin", "limit": 2, "levels": ["L0"], "max_tokens": 48,
-        "max_rounds": {c: 2 for c in ("CD", "MC", "CU", "GC", "HS", "CM", "AM")},
-        "models": {"agent": "tiny-random"},
-        # one request at a time: results do not depend on which requests share a batch
-        "serving": {"engine": "hf", "max_batch_size": 1},
-        "slurm": {"partition": "debug", "time": "00:15:00", "cpus_per_task": 1, "mem": "2G",
-                  "venv": sys.prefix, "after_merge": []},
-    }
+    """The CPU test-queue example, run from this venv, merging only (no judge in these tests)."""
+    d: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text())
+    d["slurm"].update(venv=sys.prefix, after_merge=[])
     for k, v in over.items():
         if isinstance(v, dict) and isinstance(d.get(k), dict):
             d[k] = {**d[k], **v}

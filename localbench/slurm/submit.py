@@ -130,7 +130,8 @@ def plan_for_run(run_dir: str | Path) -> tuple[RunPlan, SubmissionRecord]:
 
 
 def resubmit(run_dir: str | Path, only_failed: bool = True) -> JobSubmission | None:
-    """Submit again the shards that failed (or, with only_failed=False, every shard not running).
+    """Submit again the shards that failed or were lost (or, with only_failed=False, every shard not
+    running).
 
     Returns None when there is nothing to resubmit.
     """
@@ -138,7 +139,9 @@ def resubmit(run_dir: str | Path, only_failed: bool = True) -> JobSubmission | N
     st = run_status(plan.layout.run)
     active = [s for s in st.shards if s.active]
     if only_failed:
-        todo = [s.shard for s in st.shards if s.failed or (s.state == "UNKNOWN" and s.job_id is None)]
+        # UNKNOWN: neither the scheduler nor the task's state file knows how it ended (killed hard,
+        # forgotten after MinJobAge): it did not finish, so it runs again.
+        todo = [s.shard for s in st.shards if s.failed or s.state == "UNKNOWN"]
     else:
         todo = [s.shard for s in st.shards if not s.active]
     if not todo:
