@@ -20,6 +20,7 @@ from localbench.judging.agreement import LABELS, cohen_kappa
 from localbench.judging.construct import build_gold, write_planted_run
 from localbench.judging.evaluate import EvalConfig, load_eval, run_eval, task_key
 from localbench.judging.gold import read_gold, write_gold
+from localbench.judging.rejudge import PLANTED
 from localbench.runtime.records import JsonlStore
 
 pytestmark = pytest.mark.timeout(600)
@@ -65,7 +66,7 @@ def test_tiny_random_eval_rejudge_report(tmp_path, tiny_dir):
     # resume: nothing is asked again
     res = _invoke("judges", "eval", "--judges", "tiny-random", "--gold", str(gold), "--out", str(ev),
                   "--seeds", "2", "--shuffle", "--pad", "--engine", "hf", "--max-tokens", "200", "--no-report")
-    assert "0 calls made, 24 already done" in res.output
+    assert f"0 calls made, {4 * len(items)} already done" in res.output
 
     # a finished run with known leak rates, rejudged by the tiny model, then the consequences
     run = write_planted_run(tmp_path / "runs" / "planted", "builtin", {"a": 0.2, "b": 0.8}, seed=1,
@@ -83,7 +84,8 @@ def test_tiny_random_eval_rejudge_report(tmp_path, tiny_dir):
     assert "Consequences for benchmark runs" in md and "Leak rates corrected" in md
     rel = json.loads((ev / "reliability.json").read_text())
     corr = rel["consequences"]["corrected"]
-    assert {c["model"] for c in corr} == {"a", "b"} and all(c["judge"] == "tiny-random" for c in corr)
+    assert {c["model"] for c in corr} == {"a", "b"} and {c["judge"] for c in corr} == {"tiny-random", PLANTED}
+    assert "Do the judges rank the agent models the same way?" in md  # tiny-random vs the planted truth
 
 
 def test_failures_on_a_real_engine_are_recorded_not_dropped(tmp_path, tiny_dir):
@@ -107,6 +109,19 @@ def test_failures_on_a_real_engine_are_recorded_not_dropped(tmp_path, tiny_dir):
     rel = judge_reliability(data, "tiny-random", n_resamples=20)
     assert rel.failure_rate == 1.0 and rel.verdict.grade == "no evidence"
     assert any("failed validation" in n for n in rel.verdict.notes)
+
+
+def test_reference_judge_labels_saved_as_pseudo_gold(tmp_path, tiny_dir):
+    gold = _gold(tmp_path, ["verbatim", "absent"])
+    out = tmp_path / "ref.jsonl"
+    res = _invoke("judges", "gold", "reference", "--gold", str(gold), "--judge", "tiny-random", "--out", str(out),
+                  "--engine", "hf")
+    ref = read_gold(out)
+    data = load_eval(tmp_path / "ref.jsonl.eval")
+    assert [it.id for it in ref] == [it.id for it in read_gold(gold)]
+    assert {it.id: it.label for it in ref} == data.labels("tiny-random")
+    assert all(it.source.kind == "judge" and it.source.judge == "tiny-random" for it in ref)
+    assert f"{sum(it.label is not None for it in ref)} items labelled by tiny-random" in res.output
 
 
 @pytest.mark.slow

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from collections import defaultdict
 
 import pytest
 
@@ -21,7 +20,7 @@ from localbench.judging.agreement import compare_to_gold
 from localbench.judging.construct import PLANTABLE, build_gold, write_planted_run
 from localbench.judging.evaluate import EvalConfig, load_eval, run_eval
 from localbench.judging.gold import write_gold
-from localbench.judging.rejudge import rejudge_one
+from localbench.judging.rejudge import PLANTED, rejudge_one
 from localbench.judging.reliability import consequences, corrected_rate, judge_reliability, reliability
 from localbench.runtime.records import JsonlStore
 
@@ -106,9 +105,9 @@ def test_oracle_gold_eval_then_consequences(tmp_path):
     for c in dyadic:
         assert c.corrected is not None and c.corrected.estimate == pytest.approx(c.observed)
         assert c.corrected.low <= c.observed <= c.corrected.high
-    # planted shares order the models; the oracle's pooled ranking must follow it
-    pooled = [r for r in cons.ranks if r.scope.startswith("all units")]
-    assert not pooled  # a single judge has nothing to compare with
+    # the oracle's ranking of the models is the true one, in every scope
+    assert cons.ranks and all(r.tau.tau == pytest.approx(1.0) or r.tau.n < 2 or r.ranking_a == r.ranking_b
+                              for r in cons.ranks)
     full = reliability(data, n_resamples=50, runs=[run])
     assert full.consequences is not None and full.consequences.metrics
 
@@ -120,13 +119,18 @@ def test_rankings_of_two_judges_by_kendall_tau(tmp_path):
                               "inverted")
     asyncio.run(rejudge_one(run, "inverted", client=inverted, show_progress=False))
     cons = consequences([run], {})
-    pooled = [r for r in cons.ranks if r.scope.startswith("all units")]
-    assert len(pooled) == 1 and pooled[0].tau.n == 3
-    assert pooled[0].tau.tau == pytest.approx(-1.0)  # the inverted judge reverses the ranking
-    assert pooled[0].ranking_b[0].endswith("/leaky")  # oracle (sorted second: "oracle" > "inverted")
+    assert set(cons.judges) == {"oracle", "inverted", PLANTED}
+    pooled = {(r.judge_a, r.judge_b): r for r in cons.ranks if r.scope.startswith("all units")}
+    assert set(pooled) == {("inverted", "oracle"), ("inverted", PLANTED), ("oracle", PLANTED)}
+    assert pooled[("inverted", "oracle")].tau.n == 3
+    assert pooled[("inverted", "oracle")].tau.tau == pytest.approx(-1.0)  # the inverted judge reverses it
+    assert pooled[("oracle", PLANTED)].tau.tau == pytest.approx(1.0)  # the oracle keeps the true ranking
+    assert pooled[("oracle", PLANTED)].ranking_b[0].endswith("/leaky")
     spreads = [m.spread for m in cons.metrics if m.spread is not None]
     assert spreads and max(spreads) > 0.5
-    assert all(c.corrected is None and "no gold" in c.note for c in cons.corrected)
+    assert all(c.corrected is None and c.note for c in cons.corrected)
+    truth = {(c.model, c.category): c.observed for c in cons.corrected if c.judge == PLANTED}
+    assert truth == {(c.model, c.category): c.observed for c in cons.corrected if c.judge == "oracle"}
 
 
 _CACHE: dict = {}
@@ -157,3 +161,32 @@ def test_corrected_rates_cover_the_truth(tmp_path):
         # the uncorrected rate is biased: (1 - fnr) * truth + fpr * (1 - truth) = 0.33 on average
     assert covered / reps >= 0.90, f"coverage {covered / reps:.2f}"
     assert max(widths) < 0.4  # and the intervals are informative, not [0, 1]
+
+
+def test_two_judges_report_agreement_and_verdicts(tmp_path):
+    """An oracle and a judge with known error rates: α across them, one verdict each, PNGs, HTML."""
+    from localbench.judging.report import write_report
+
+    items = build_gold(load_scenarios("builtin", ["CD", "MC", "CU"]).scenarios, seed=2)
+    gold_path = write_gold(tmp_path / "gold.jsonl", items)
+    labels = {it.id: it.label for it in items}
+    oracle = scripted_judge(lambda req, k, text: labels[req.tag.split("|")[1]], "oracle")
+    noisy = scripted_judge(lambda req, k, text: flip(labels[req.tag.split("|")[1]], 0.2, 0.1,
+                                                     random.Random(req.tag)), "noisy")
+    cfg = EvalConfig(judges=["oracle", "noisy"])
+    asyncio.run(run_eval(gold_path, tmp_path / "ev", cfg, clients={"oracle": oracle, "noisy": noisy},
+                         show_progress=False))
+    rel = reliability(load_eval(tmp_path / "ev"), n_resamples=100)
+    by = {j.judge: j for j in rel.judges}
+    assert by["oracle"].verdict.grade == "use as is"
+    noisy_rel = by["noisy"]
+    assert 0.1 < noisy_rel.gold.leak.fpr.estimate < 0.3 and 0.03 < noisy_rel.gold.leak.fnr.estimate < 0.2
+    assert noisy_rel.verdict.grade == "use with correction" and "over-estimated" in noisy_rel.verdict.text
+    assert rel.across is not None and 0 < rel.across.alpha_binary.estimate < 1
+    paths = write_report(rel, tmp_path / "ev")
+    md = paths.markdown.read_text()
+    assert "Agreement across judges" in md and md.count("**use") == 2
+    assert {p.name for p in paths.figures} == {"confusion_oracle.png", "confusion_noisy.png"}
+    html = paths.html.read_text()
+    assert html.count("data:image/png;base64,") == 2 and "<table>" in html
+    assert paths.verdicts.read_text().splitlines()[1].startswith("[use with correction] noisy: κ = ")

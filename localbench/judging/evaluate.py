@@ -104,14 +104,18 @@ def _fits(client: StructuredClient, max_tokens: int):
     return lambda messages: backend.count_tokens(messages) + max_tokens <= backend.max_model_len
 
 
+def planned_runs(config: EvalConfig) -> list[tuple[str, int]]:
+    """(variant, seed index) pairs asked of every item: K seeds of the base, then each probe once."""
+    return [("base", k) for k in range(config.seeds)] + [(v, 0) for v in config.variants if v != "base"]
+
+
 def eval_tasks(judge: str, items: list[GoldItem], config: EvalConfig, client: StructuredClient,
                store: JsonlStore) -> list[JudgeTask]:
     """Every (item, variant, seed) task not yet in the store; prompts too long are recorded as failed."""
     fits = _fits(client, config.max_tokens)
-    runs = [("base", k) for k in range(config.seeds)] + [(v, 0) for v in config.variants if v != "base"]
     tasks = []
     for it in items:
-        for variant, k in runs:
+        for variant, k in planned_runs(config):
             key = task_key(judge, it.id, variant, k)
             if key in store:
                 continue
@@ -142,8 +146,12 @@ def level_of(record: dict[str, Any]) -> str | None:
 
 async def evaluate_judge(judge: str, client: StructuredClient, items: list[GoldItem], config: EvalConfig,
                          store: JsonlStore, show_progress: bool | None = None) -> JudgeRunSummary:
+    planned = {task_key(judge, it.id, v, k) for it in items for v, k in planned_runs(config)}
+    before = len(planned & store.keys())
     tasks = eval_tasks(judge, items, config, client, store)
-    return await run_judge_tasks(client, tasks, store, show_progress=show_progress)
+    summary = await run_judge_tasks(client, tasks, store, show_progress=show_progress)
+    summary.total, summary.skipped = len(planned), summary.skipped + before
+    return summary
 
 
 def _spec_for(judge: str, config: EvalConfig):

@@ -47,7 +47,7 @@ class RunJudgments:
 
 
 def run_judgments(run_dir: str | Path) -> list[RunJudgments]:
-    """The run's own judgments plus every rejudge under runs/<id>/judges/."""
+    """The run's own judgments, a planted run's truth, and every rejudge under runs/<id>/judges/."""
     from localbench.pipeline import spec_of
 
     rd = RunDir(run_dir)
@@ -56,12 +56,32 @@ def run_judgments(run_dir: str | Path) -> list[RunJudgments]:
     if own.exists():
         judge = spec_of(rd.path).models.for_role("judge")
         out.append(RunJudgments(judge, own, True, list(JsonlStore(own).read())))
+    truth = planted_truth(rd)
+    if truth:
+        out.append(RunJudgments(PLANTED, rd.path / "transcripts.jsonl", False, truth))
     root = judges_root(run_dir)
     if root.is_dir():
         for d in sorted(root.iterdir()):
             f = d / "judgments.jsonl"
             if f.exists() and not any(r.judge == d.name for r in out):
                 out.append(RunJudgments(d.name, f, False, list(JsonlStore(f).read())))
+    return out
+
+
+PLANTED = "planted (truth)"
+
+
+def planted_truth(rd: RunDir) -> list[dict[str, Any]]:
+    """For a synthetic run (`judges plant-run`), its construction labels as judgment records.
+
+    They go through the same metric code as any judge's, so every judge can be compared with
+    the truth; ordinary runs have no such labels and get an empty list.
+    """
+    out = []
+    for t in rd.transcripts().read():
+        if "planted" in t:
+            out.append({"key": f"{t['key']}|privacy|all", "sim_key": t["key"], "judge": "privacy", "target": "all",
+                        "label": {"levels": t["planted"], "evidence": {}}, "failure": None})
     return out
 
 

@@ -476,8 +476,10 @@ def _correct(run: str, model: str, level: str, cat: str, judge: str, k: int, n: 
              rel: JudgeReliability | None, seed: int) -> CorrectedRate:
     observed = k / n if n else math.nan
     if rel is None or rel.gold is None:
-        return CorrectedRate(run, model, level, cat, judge, k, n, n_failed, observed, None,
-                             "no gold measurement for this judge")
+        from localbench.judging.rejudge import PLANTED
+
+        note = "the planted labels: the truth" if judge == PLANTED else "no gold measurement for this judge"
+        return CorrectedRate(run, model, level, cat, judge, k, n, n_failed, observed, None, note)
     rg = corrected_rate(k, n, rel.gold, seed)
     note = "" if rg is not None else "gold set lacks leaks or non-leaks, or no units"
     return CorrectedRate(run, model, level, cat, judge, k, n, n_failed, observed, rg, note)
