@@ -124,6 +124,23 @@ def test_reference_judge_labels_saved_as_pseudo_gold(tmp_path, tiny_dir):
     assert f"{sum(it.label is not None for it in ref)} items labelled by tiny-random" in res.output
 
 
+def test_rewrite_with_a_generator_keeps_labels(tmp_path, tiny_dir):
+    out = tmp_path / "gold.jsonl"
+    _invoke("judges", "gold", "build", "--from", "builtin", "--categories", "CD", "--limit", "1", "--methods",
+            "verbatim,absent", "--out", str(out), "--rewrite-with", "tiny-random", "--engine", "hf")
+    items = read_gold(out)
+    plain = build_gold(load_scenarios("builtin", ["CD"], limit=1).scenarios, seed=0, methods=["verbatim", "absent"])
+    assert [(it.id, it.label, it.planted) for it in items] == [(it.id, it.label, it.planted) for it in plain]
+    for it, orig in zip(items, plain):
+        for k in it.planted:  # each planted message was rewritten, or its failure recorded and the text kept
+            assert it.meta["original"][str(k)] == orig.messages[k].content
+            failed = str(k) in it.meta.get("rewrite_failures", {})
+            assert (it.messages[k].content == orig.messages[k].content) == failed
+        if it.planted and len(it.meta.get("rewrite_failures", {})) < len(it.planted):
+            assert it.source.generator == "tiny-random"
+    assert any(it.planted for it in items)
+
+
 @pytest.mark.slow
 def test_smollm2_report_states_its_kappa(tmp_path, smollm2_dir):
     gold = _gold(tmp_path, ["verbatim", "absent", "negation", "fragment"])
