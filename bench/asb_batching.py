@@ -1,0 +1,99 @@
+"""How much does running simulations concurrently buy? (a benchmark, not a test)
+
+One run on this machine with a real model on the hf engine, no response cache:
+  (a) sequential — the same N simulations one after another (concurrency 1);
+  (b) concurrent — all N at once over one engine (concurrency N);
+  (c) raw engine — every request (b) made, replayed straight to the engine all at once, with no
+      simulation logic and no turn dependencies: the throughput ceiling for that request mix.
+It prints generated tokens/s for each, speedup = (b)/(a) and efficiency = (b)/(c).
+Targets (issue #3): speedup >= 4x at 16 concurrent simulations, efficiency >= 0.8.
+
+    .venv/bin/python bench/asb_batching.py --model smollm2-135m --n 16 --max-rounds 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import tempfile
+import time
+from dataclasses import replace
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def _spec(args, concurrency: int, out: str):
+    from localbench.spec import load_spec
+
+    return load_spec(None, scenarios="builtin", levels=args.levels.split(","), limit=args.limit, out=out,
+                     run_id=f"c{concurrency}", no_cache=True, max_tokens=args.max_tokens,
+                     max_rounds={c: args.max_rounds for c in ("CD", "MC", "CU", "GC", "HS", "CM", "AM")},
+                     **{"models.agent": args.model, "serving.engine": "hf", "serving.max_concurrency": concurrency})
+
+
+async def _simulate(spec, scenarios, clients, recorder=None):
+    from localbench.benchmarks.asb.simulate import simulate_scenarios
+
+    stats = clients.for_role("agent").stats
+    tok0, t0 = stats.tokens_out, time.monotonic()
+    summary = await simulate_scenarios(spec, scenarios, clients, progress=False)
+    return stats.tokens_out - tok0, time.monotonic() - t0, summary
+
+
+async def main(args) -> None:
+    from localbench.benchmarks.asb.loaders import load_scenarios
+    from localbench.benchmarks.asb.simulate import open_clients, plan
+
+    out = tempfile.mkdtemp(prefix="asb-bench-")
+    spec_b = _spec(args, args.n, out)
+    scenarios = load_scenarios("builtin", limit=args.limit).scenarios
+    keys = [t.key for t in plan(spec_b, scenarios)][: args.n]
+    chosen = sorted({k.split("|")[0] for k in keys})
+    scenarios = [s for s in scenarios if s.id in chosen]
+    clients = open_clients(spec_b, out)
+    backend = clients.for_role("agent").backend
+    recorded = []
+    real = backend.complete
+
+    async def recording(req):
+        recorded.append(req)
+        return await real(req)
+
+    n_sims = len(plan(spec_b, scenarios))
+    print(f"{n_sims} simulations ({len(scenarios)} scenarios × levels {args.levels}), model {args.model}, "
+          f"max_rounds {args.max_rounds}, max_tokens {args.max_tokens}")
+    # warm-up: load kernels and grammars once so neither arm pays for it
+    await _simulate(_spec(args, n_sims, out + "/warm"), scenarios[:1], clients)
+
+    backend.complete = recording
+    tok_b, dt_b, sb = await _simulate(spec_b, scenarios, clients)
+    backend.complete = real
+    tok_a, dt_a, sa = await _simulate(_spec(args, 1, out), scenarios, clients)
+
+    # (c) the same requests, straight to the engine, all at once
+    t0 = time.monotonic()
+    raws = await asyncio.gather(*(real(replace(r)) for r in recorded))
+    dt_c = time.monotonic() - t0
+    tok_c = sum(r.tokens_out for r in raws)
+    await clients.aclose()
+
+    rows = [("(a) sequential", tok_a, dt_a), ("(b) concurrent", tok_b, dt_b), ("(c) raw engine", tok_c, dt_c)]
+    print(f"\n| arm | generated tokens | wall s | tokens/s |\n|---|---|---|---|")
+    for name, tok, dt in rows:
+        print(f"| {name} | {tok} | {dt:.1f} | {tok / dt:.1f} |")
+    speedup = (tok_b / dt_b) / (tok_a / dt_a)
+    eff = (tok_b / dt_b) / (tok_c / dt_c)
+    print(f"\nspeedup (b)/(a) = {speedup:.2f}x (target >= 4x); efficiency (b)/(c) = {eff:.2f} (target >= 0.8)")
+    print(f"requests replayed in (c): {len(recorded)}; sequential run: {sa.line()}")
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="smollm2-135m")
+    p.add_argument("--n", type=int, default=16, help="simulations (scenario × level)")
+    p.add_argument("--levels", default="L0,L2")
+    p.add_argument("--limit", type=int, default=None, help="scenarios per category")
+    p.add_argument("--max-rounds", type=int, default=2)
+    p.add_argument("--max-tokens", type=int, default=120)
+    asyncio.run(main(p.parse_args()))
