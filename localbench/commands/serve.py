@@ -7,6 +7,7 @@ URL; the server has the same grammar settings as the in-process ``vllm`` engine.
 from __future__ import annotations
 
 import json
+import signal
 import time
 
 import typer
@@ -26,6 +27,11 @@ def _example(base_url: str, model: str) -> str:
             f"-d '{json.dumps(body, separators=(',', ':'))}'")
 
 
+def _stop_on_sigterm(signum, frame) -> None:
+    """scancel, preemption and `kill` send SIGTERM: stop the server as Ctrl-C would (no orphan engine)."""
+    raise KeyboardInterrupt
+
+
 def register(app: typer.Typer) -> None:
     @app.command("serve")
     def serve(
@@ -41,6 +47,7 @@ def register(app: typer.Typer) -> None:
 
         p = load_preset(preset)  # PresetError (a UserError) prints as one line
         server = VLLMServer(p, port=port or None, host=host, startup_timeout=startup_timeout)
+        signal.signal(signal.SIGTERM, _stop_on_sigterm)
         typer.echo(f"starting vLLM for preset '{p.name}' on {server.root_url} (log: {server.log_path}) ...")
         try:
             server.start()
@@ -48,7 +55,7 @@ def register(app: typer.Typer) -> None:
             base_url = f"http://{shown}:{server.port}/v1"
             typer.echo(f"ready: {base_url}  (model name: {server.model})")
             typer.echo(f"use it: localbench generate 'Hello' -m {p.name} --engine openai --base-url {base_url}")
-            typer.echo(f"   or, in a run spec: engine: {{engine: openai, base_url: {base_url}}}")
+            typer.echo(f"   or, in a run spec: serving: {{engine: openai, base_url: {base_url}}}")
             typer.echo(f"try it: {_example(base_url, server.model)}")
             typer.echo("Ctrl-C stops the server.")
             while server.running:
