@@ -9,9 +9,10 @@ Not a test. It answers two questions for each engine and model:
 
 "Batch B" means B requests in flight at all times (each of B slots sends its next request as soon
 as the last returns), the way the simulation scheduler drives an engine. Every request asks for a
-long answer and the JSON schema holds a long free-text field, so both modes normally run to the
-same ``max_tokens``; the table still counts the tokens actually generated (and how many replies
-hit the limit), so an early stop cannot flatter a mode.
+long answer and the JSON schema holds a free-text field with a ``minLength`` longer than
+``max_tokens`` allows, so both modes run to the same ``max_tokens`` (the JSON replies are cut,
+which does not matter for speed); the table still counts the tokens actually generated (and how
+many replies hit the limit), so an early stop cannot flatter a mode.
 
 Engines are opened through ``localbench.serving.engines.open_backend``; one that cannot be
 imported or started (e.g. no vLLM here) is skipped with a message.
@@ -43,7 +44,8 @@ ANSWER_SCHEMA = {
     "properties": {
         "genre": {"enum": ["fable", "drama", "comedy", "mystery"]},
         "words": {"type": "integer", "minimum": 1, "maximum": 5000},
-        "story": {"type": "string", "maxLength": 4000},
+        # minLength keeps a reply going to max_tokens, as free text does: equal work in both modes
+        "story": {"type": "string", "minLength": 1000, "maxLength": 4000},
     },
     "required": ["genre", "words", "story"],
     "additionalProperties": False,
@@ -60,6 +62,8 @@ class Measurement:
     tokens: int
     seconds: float
     at_limit: int  # replies that stopped at max_tokens
+    decode_tokens_per_s: float | None = None  # engines that time their own steps (hf): decoding alone
+    prompt_share: float | None = None  # fraction of the engine's time spent processing prompts
 
     @property
     def tokens_per_s(self) -> float:
@@ -95,11 +99,25 @@ async def _measure(backend: Any, preset: str, mode: str, batch: int, per_slot: i
         for q in reqs[k::batch]:
             done.append(await backend.complete(q))
 
+    before = _engine_stats(backend)
     t0 = time.perf_counter()
     await asyncio.gather(*(slot(k) for k in range(batch)))
     seconds = time.perf_counter() - t0
-    return Measurement(backend.engine, preset, mode, batch, len(done), sum(c.tokens_out for c in done), seconds,
-                       sum(c.finish_reason == "length" for c in done))
+    m = Measurement(backend.engine, preset, mode, batch, len(done), sum(c.tokens_out for c in done), seconds,
+                    sum(c.finish_reason == "length" for c in done))
+    after = _engine_stats(backend)
+    if before and after:
+        decode_s = after["decode_s"] - before["decode_s"]
+        prefill_s = after["prefill_s"] - before["prefill_s"]
+        generated = after["generated"] - before["generated"]
+        m.decode_tokens_per_s = generated / decode_s if decode_s > 0 else None
+        m.prompt_share = prefill_s / (prefill_s + decode_s) if prefill_s + decode_s > 0 else None
+    return m
+
+
+def _engine_stats(backend: Any) -> dict[str, float] | None:
+    stats = getattr(backend, "stats", None)
+    return stats.as_dict() if hasattr(stats, "as_dict") else None
 
 
 async def bench_engine(engine: str, preset: str, batches: list[int], max_tokens: int, temperature: float,
@@ -136,28 +154,44 @@ async def bench_engine(engine: str, preset: str, batches: list[int], max_tokens:
 def table(results: list[Measurement]) -> str:
     """Markdown: one row per engine x preset x batch, free vs json side by side, with the ratios."""
     key = {(m.engine, m.preset, m.mode, m.batch): m for m in results}
-    lines = ["| engine | model | batch | free text tok/s | JSON schema tok/s | structured overhead | tokens free / json (at max_tokens) |",
-             "|---|---|---:|---:|---:|---:|---|"]
+    lines = ["| engine | model | batch | free text tok/s | JSON schema tok/s | structured overhead "
+             "| decoding only: free / JSON tok/s | prompt share of engine time | tokens free / json (at max_tokens) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for (engine, preset, mode, batch), free in key.items():
         if mode != "free" or (engine, preset, "json", batch) not in key:
             continue
         js = key[(engine, preset, "json", batch)]
         overhead = 1 - js.tokens_per_s / free.tokens_per_s if free.tokens_per_s else float("nan")
         lines.append(f"| {engine} | {preset} | {batch} | {free.tokens_per_s:.1f} | {js.tokens_per_s:.1f} | "
-                     f"{overhead:+.1%} | {free.tokens} ({free.at_limit}/{free.requests}) / "
-                     f"{js.tokens} ({js.at_limit}/{js.requests}) |")
+                     f"{overhead:+.1%} | {_num(free.decode_tokens_per_s)} / {_num(js.decode_tokens_per_s)} | "
+                     f"{_pct(free.prompt_share)} / {_pct(js.prompt_share)} | "
+                     f"{free.tokens} ({free.at_limit}/{free.requests}) / {js.tokens} ({js.at_limit}/{js.requests}) |")
     bigger = sorted({m.batch for m in results if m.batch > 1}, reverse=True)
-    lines += ["", "| engine | model | mode | " + " | ".join(f"batch {b} / batch 1" for b in bigger) + " |",
-              "|---|---|---|" + "---:|" * len(bigger)]
+    lines += ["", "| engine | model | mode | " + " | ".join(f"batch {b} / batch 1" for b in bigger)
+              + " | decoding only: " + " | ".join(f"batch {b} / batch 1" for b in bigger) + " |",
+              "|---|---|---|" + "---:|" * (2 * len(bigger))]
     for (engine, preset, mode, batch), one in key.items():
         if batch != 1:
             continue
-        gains = []
+        gains, decode_gains = [], []
         for b in bigger:
             other = key.get((engine, preset, mode, b))
-            gains.append(f"{other.tokens_per_s / one.tokens_per_s:.1f}x" if other and one.tokens_per_s else "n/a")
-        lines.append(f"| {engine} | {preset} | {mode} | " + " | ".join(gains) + " |")
+            gains.append(_ratio(other.tokens_per_s if other else None, one.tokens_per_s))
+            decode_gains.append(_ratio(other.decode_tokens_per_s if other else None, one.decode_tokens_per_s))
+        lines.append(f"| {engine} | {preset} | {mode} | " + " | ".join(gains + decode_gains) + " |")
     return "\n".join(lines)
+
+
+def _num(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.1f}"
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.0%}"
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return f"{a / b:.1f}x" if a and b else "n/a"
 
 
 def machine() -> str:
@@ -202,7 +236,7 @@ async def main(argv: list[str] | None = None) -> int:
 
     print(f"\nMachine: {machine()}")
     print(f"Command: {' '.join([os.path.basename(sys.executable), *sys.argv])}")
-    print(f"max_tokens {args.max_tokens}, temperature {args.temperature}\n")
+    print(f"max_tokens {args.max_tokens}, temperature {args.temperature}, {args.per_slot} requests per slot\n")
     print(table(all_results))
     if args.json_out:
         with open(args.json_out, "w") as f:

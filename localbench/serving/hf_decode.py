@@ -11,6 +11,7 @@ waiting requests take their places between steps.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -41,6 +42,20 @@ class RowOutput:
 OnDone = Callable[[int, RowOutput], None]
 
 
+@dataclass
+class DecodeStats:
+    """Where the engine's time goes: prompt processing vs token-by-token decoding."""
+
+    prefill_s: float = 0.0
+    prefill_tokens: int = 0  # prompt tokens processed
+    decode_s: float = 0.0
+    decode_steps: int = 0  # forward passes of the running batch
+    generated: int = 0  # tokens produced (stop tokens included)
+
+    def as_dict(self) -> dict[str, float]:
+        return {k: round(v, 3) if isinstance(v, float) else v for k, v in vars(self).items()}
+
+
 Admit = Callable[[int], list[tuple[int, Row]]]
 """``admit(n)``: up to n new rows as (handle, row), [] when none are waiting."""
 
@@ -54,6 +69,7 @@ def decode(
     pad_id: int,
     stop_ids: set[int],
     vocab_limit: int,
+    stats: DecodeStats | None = None,
 ) -> None:
     """Generate rows until none are running and none are waiting; ``on_done(handle, output)`` each.
 
@@ -62,6 +78,7 @@ def decode(
     to its end before the next one starts. ``vocab_limit`` is the tokenizer's size: logits beyond
     it (embedding padding) are never picked.
     """
+    stats = stats if stats is not None else DecodeStats()
     batch: _Batch | None = None
     joinable = True
     with torch.inference_mode():
@@ -69,7 +86,10 @@ def decode(
             running = batch.size if batch is not None else 0
             new = admit(max_rows - running) if (batch is None or joinable) else []
             if new:
+                t0 = time.perf_counter()
                 fresh = _Batch.prefill(model, new, pad_id, on_done)
+                stats.prefill_s += time.perf_counter() - t0
+                stats.prefill_tokens += sum(len(r.prompt_ids) for _, r in new)
                 if fresh is not None:
                     if batch is None:
                         batch, joinable = fresh, _plain_cache(fresh.cache)
@@ -79,7 +99,11 @@ def decode(
                 if not new:
                     return
                 continue
+            t0 = time.perf_counter()
+            stats.generated += batch.size
             batch.step(model, stop_ids, vocab_limit, on_done)
+            stats.decode_s += time.perf_counter() - t0
+            stats.decode_steps += 1
             if batch.size == 0:
                 batch = None
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from localbench.serving.hf_batcher import Feed, MicroBatcher
-from localbench.serving.hf_decode import Row, RowOutput, decode
+from localbench.serving.hf_decode import DecodeStats, Row, RowOutput, decode
 from localbench.serving.hf_grammar import GRAMMAR_BACKENDS, GrammarBackend, make_grammar_backend
 from localbench.serving.presets import Preset, load_preset
 from localbench.serving.types import EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion
@@ -111,6 +111,7 @@ class HFBackend:
         self.grammar: GrammarBackend = make_grammar_backend(grammar, tokenizer, self.vocab_width, self.stop_ids)
         self.grammar_backend = self.grammar.name
         self.requests_served = 0  # complete() calls that reached the model
+        self.stats = DecodeStats()  # prompt-processing vs decoding time, for progress and benchmarks
         # The event loop encodes prompts while the worker thread decodes replies; a fast tokenizer
         # can raise "Already borrowed" when two threads use it at once.
         self._tokenizer_lock = threading.Lock()
@@ -243,7 +244,8 @@ class HFBackend:
                                               tokens_in=prompts.pop(handle), tokens_out=len(out.token_ids)))
 
         decode(self.model, admit, on_done, max_rows=self._batcher.max_batch_size, pad_id=self.pad_id,
-               stop_ids=set(self.stop_ids), vocab_limit=min(len(self.tokenizer), self.vocab_width))
+               stop_ids=set(self.stop_ids), vocab_limit=min(len(self.tokenizer), self.vocab_width),
+               stats=self.stats)
 
 
 def _schema_key(job: _Job) -> str | None:
