@@ -344,6 +344,29 @@ async def test_batcher_survives_a_failing_runner_and_keeps_the_loop_responsive()
     await b.aclose()
 
 
+def test_batcher_serves_a_new_event_loop_while_the_old_runner_finishes():
+    """A runner that looks for more work after its last report must not steal a new loop's items."""
+    served: list[tuple[int, int]] = []  # (run number, item)
+    runs = {"n": 0}
+
+    def run(feed):
+        runs["n"] += 1
+        number = runs["n"]
+        for handle, x in feed.take(4):
+            served.append((number, x))
+            feed.report(handle, x)
+        time.sleep(0.3)  # still busy when the caller's loop has moved on
+        for handle, x in feed.take(4):
+            served.append((number, x))
+            feed.report(handle, x)
+
+    b = MicroBatcher(run, max_batch_size=4, batch_wait_s=0.0)
+    assert asyncio.run(b.submit(1)) == 1
+    assert asyncio.run(asyncio.wait_for(b.submit(2), timeout=5)) == 2
+    assert served == [(1, 1), (2, 2)]
+    b.shutdown()
+
+
 async def test_batcher_skips_cancelled_callers():
     log: list[list[int]] = []
     b = MicroBatcher(_echo_runner(log), max_batch_size=8, batch_wait_s=0.05)

@@ -47,7 +47,7 @@ class Feed(Generic[T]):
         """Up to ``n`` queued items as (handle, item); [] when nothing is waiting."""
         if n <= 0:
             return []
-        got = self._batcher._take(n, self._key)
+        got = self._batcher._take(n, self._key, self._loop)
         if not got:
             return []
         if self._key is _UNSET:
@@ -60,11 +60,17 @@ class Feed(Generic[T]):
 
     def report(self, handle: int, result: Any, error: BaseException | None = None) -> None:
         """Deliver one item's result (or exception) to its caller."""
-        self._loop.call_soon_threadsafe(_resolve, self.taken[handle].future, result, error)
+        self._send(self.taken[handle].future, result, error)
 
     def fail_unreported(self, error: BaseException) -> None:
         for p in self.taken:
-            self._loop.call_soon_threadsafe(_resolve, p.future, None, error)
+            self._send(p.future, None, error)
+
+    def _send(self, fut: asyncio.Future, result: Any, error: BaseException | None) -> None:
+        try:
+            self._loop.call_soon_threadsafe(_resolve, fut, result, error)
+        except RuntimeError:  # the caller's event loop has closed: nobody is waiting any more
+            pass
 
 
 def _resolve(fut: asyncio.Future, result: Any, error: BaseException | None) -> None:
@@ -131,19 +137,22 @@ class MicroBatcher(Generic[T]):
         self._wakeup = asyncio.Event()
         self._task = loop.create_task(self._serve(), name=f"{self.name}-serve")
 
-    def _take(self, n: int, key: Any = _UNSET) -> list[_Pending[T]]:
-        """Up to n live items, in order; with grouping, only those sharing ``key`` (or the first's)."""
+    def _take(self, n: int, key: Any = _UNSET, loop: asyncio.AbstractEventLoop | None = None) -> list[_Pending[T]]:
+        """Up to n live items, in order; with grouping, only those sharing ``key`` (or the first's).
+
+        Only items submitted on ``loop``: a runner still finishing for an event loop that has
+        since closed must not take (and lose) requests made on the new one.
+        """
         with self._lock:
-            live = deque(p for p in self._pending if not p.future.done())  # drop cancelled callers
-            if not live:
-                self._pending = live
-                return []
-            if self.group_key is not None and key is _UNSET:
-                key = live[0].key
             batch: list[_Pending[T]] = []
             rest: deque[_Pending[T]] = deque()
-            for p in live:
-                if len(batch) < n and (self.group_key is None or p.key == key):
+            for p in self._pending:
+                if p.future.done():
+                    continue  # a cancelled caller
+                mine = loop is None or p.future.get_loop() is loop
+                if mine and self.group_key is not None and key is _UNSET:
+                    key = p.key
+                if mine and len(batch) < n and (self.group_key is None or p.key == key):
                     batch.append(p)
                 else:
                     rest.append(p)
@@ -151,8 +160,9 @@ class MicroBatcher(Generic[T]):
             return batch
 
     def has_pending(self) -> bool:
+        """Whether live items submitted on the current event loop are waiting."""
         with self._lock:
-            return bool(self._pending)
+            return any(not p.future.done() and p.future.get_loop() is self._loop for p in self._pending)
 
     async def _serve(self) -> None:
         assert self._wakeup is not None and self._loop is not None
