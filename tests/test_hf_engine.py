@@ -24,7 +24,7 @@ from localbench.serving.hf_batcher import MicroBatcher
 from localbench.serving.output import OutputSpec
 from localbench.serving.types import Backend, GenerationRequest
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(120)
 
 
 # -- schemas covering the JSON-schema features agents and judges use ------------------------
