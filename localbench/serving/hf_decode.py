@@ -108,19 +108,6 @@ def decode(
                 batch = None
 
 
-def decode_batch(model: Any, rows: list[Row], *, pad_id: int, stop_ids: set[int], vocab_limit: int,
-                 on_done: OnDone) -> None:
-    """One fixed batch to completion (no joining): ``on_done(index, output)`` per row."""
-    queue = list(enumerate(rows))
-
-    def admit(n: int) -> list[tuple[int, Row]]:
-        taken, queue[:] = queue[:n], queue[n:]
-        return taken
-
-    decode(model, admit, on_done, max_rows=max(1, len(rows)), pad_id=pad_id, stop_ids=stop_ids,
-           vocab_limit=vocab_limit)
-
-
 def _plain_cache(cache: Any) -> bool:
     """Rows can join or be trimmed only when every layer is a plain growing KV cache."""
     from transformers.cache_utils import DynamicLayer
