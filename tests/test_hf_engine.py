@@ -127,10 +127,11 @@ async def test_same_seed_same_text_alone_and_inside_another_batch(tiny):
     second = await tiny.complete(probe)
     assert first == second and first.finish_reason == "stop"
 
-    before = len(tiny.batch_sizes)
+    before, reused = len(tiny.batch_sizes), tiny.stats.prefix_reused
     others = [_req(20 + i, SPECS[i % len(SPECS)], seed=i) for i in range(6)]
     mixed = await asyncio.gather(*(tiny.complete(r) for r in [*others[:3], probe, free, *others[3:]]))
     assert max(tiny.batch_sizes[before:]) >= 2  # the probe really ran beside other rows
+    assert tiny.stats.prefix_reused > reused  # ... and its prompt's shared start was computed once
     assert mixed[3] == first
     assert mixed[4] == await tiny.complete(free)
 

@@ -48,6 +48,7 @@ class DecodeStats:
 
     prefill_s: float = 0.0
     prefill_tokens: int = 0  # prompt tokens processed
+    prefix_reused: int = 0  # prompt tokens not computed again because rows shared a prefix
     decode_s: float = 0.0
     decode_steps: int = 0  # forward passes of the running batch
     generated: int = 0  # tokens produced (stop tokens included)
@@ -87,7 +88,7 @@ def decode(
             new = admit(max_rows - running) if (batch is None or joinable) else []
             if new:
                 t0 = time.perf_counter()
-                fresh = _Batch.prefill(model, new, pad_id, on_done)
+                fresh = _Batch.prefill(model, new, pad_id, on_done, stats)
                 stats.prefill_s += time.perf_counter() - t0
                 stats.prefill_tokens += sum(len(r.prompt_ids) for _, r in new)
                 if fresh is not None:
@@ -131,7 +132,8 @@ class _Batch:
         return len(self.rows)
 
     @classmethod
-    def prefill(cls, model: Any, new: list[tuple[int, Row]], pad_id: int, on_done: OnDone) -> "_Batch | None":
+    def prefill(cls, model: Any, new: list[tuple[int, Row]], pad_id: int, on_done: OnDone,
+                stats: DecodeStats) -> "_Batch | None":
         """Run the prompts of new rows; rows that need no step at all finish here."""
         from transformers import DynamicCache
 
@@ -148,15 +150,26 @@ class _Batch:
             return None
         rows = [new[b][1] for b in keep]
         device = next(model.parameters()).device
-        width = max(len(r.prompt_ids) for r in rows)
-        ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for b, r in enumerate(rows):
-            ids[b, width - len(r.prompt_ids):] = torch.tensor(r.prompt_ids, dtype=torch.long)
-            mask[b, width - len(r.prompt_ids):] = 1
-        ids, mask = ids.to(device), mask.to(device)
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
         cache = DynamicCache(config=model.config)
+        shared = _shared_prefix([r.prompt_ids for r in rows]) if _plain_cache(cache) else 0
+        if shared:
+            # The prompts' common start (chat template, system prompt, rubric) runs once, not per row.
+            head = torch.tensor([rows[0].prompt_ids[:shared]], dtype=torch.long, device=device)
+            ones = torch.ones_like(head)
+            _forward(model, head, ones, torch.arange(shared, device=device)[None], cache)
+            cache.batch_repeat_interleave(len(rows))
+            stats.prefix_reused += shared * (len(rows) - 1)
+        tails = [r.prompt_ids[shared:] for r in rows]
+        width = max(len(t) for t in tails)
+        ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+        tail_mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for b, t in enumerate(tails):
+            ids[b, width - len(t):] = torch.tensor(t, dtype=torch.long)
+            tail_mask[b, width - len(t):] = 1
+        ids, tail_mask = ids.to(device), tail_mask.to(device)
+        positions = shared + (tail_mask.cumsum(-1) - 1).clamp(min=0)
+        # Layout per row: [shared prefix][padding][own tail]; position ids skip the padding.
+        mask = torch.cat([torch.ones((len(rows), shared), dtype=torch.long, device=device), tail_mask], dim=1)
         logits = _forward(model, ids, mask, positions, cache)
         return cls([new[b][0] for b in keep], rows, cache, mask, positions[:, -1:], logits,
                    bitmask[keep].contiguous())
@@ -225,6 +238,21 @@ class _Batch:
                 self.mask = self.mask[:, first:]
                 for layer in self.cache.layers:
                     layer.keys, layer.values = layer.keys[:, :, first:], layer.values[:, :, first:]
+
+
+_MIN_SHARED = 16  # shorter common prefixes are not worth a separate forward pass
+
+
+def _shared_prefix(prompts: list[list[int]]) -> int:
+    """Length of the common start of several prompts, leaving each at least one token of its own."""
+    if len(prompts) < 2:
+        return 0
+    limit = min(len(p) for p in prompts) - 1
+    first = prompts[0]
+    n = 0
+    while n < limit and all(p[n] == first[n] for p in prompts):
+        n += 1
+    return n if n >= _MIN_SHARED else 0
 
 
 def _pad_left(x: torch.Tensor, width: int, dim: int) -> torch.Tensor:
