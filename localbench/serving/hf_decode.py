@@ -6,7 +6,8 @@ Sampling draws one uniform number per step from the row's own ``torch.Generator`
 the request) and inverts the row's CDF with it, so a row's tokens do not depend on which other
 rows share its batch, nor on whether it runs on CPU or GPU (up to the logits' floating-point
 noise). Temperature 0 is greedy. Finished rows leave the batch (and the KV cache) at once, and
-waiting requests take their places between steps.
+waiting requests take their places between steps. Rows admitted together compute the start their
+prompts share (chat template, system prompt, a judge's rubric) once.
 """
 
 from __future__ import annotations
