@@ -9,8 +9,8 @@ decode loop applies either with ``xgrammar.apply_token_bitmask_inplace``.
 - ``outlines``: outlines' own engine (``outlines_core``: a regex index over the vocabulary). The
   regex is built with no whitespace. It keeps outlines' contract of one schema per batch, so the
   micro-batcher groups requests by schema. Its JSON-schema translation does not enforce
-  integer ``minimum``/``maximum`` (docs: /work/shared/notes/runtime.md, section D), so bounded
-  integers are checked only by validation afterwards.
+  integer ``minimum``/``maximum``, so bounded integers are checked only by validation afterwards
+  (and a random model breaks them).
 """
 
 from __future__ import annotations
