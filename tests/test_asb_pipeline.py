@@ -129,3 +129,19 @@ def test_resume_makes_no_new_calls(tiny_run):
     after = _jsonl(tiny_run / "judgments.jsonl")
     assert len(after) == len(before)
     assert len(_jsonl(tiny_run / "transcripts.jsonl")) == 21
+
+
+@pytest.mark.slow
+def test_run_end_to_end_with_smollm2(tmp_path, smollm2_dir):
+    """The real packaged model through every stage: schema-valid or recorded-failed, report written."""
+    r = _run_cli("run", "--agent", "smollm2-135m", "--engine", "hf", "--categories", "CD,GC", "--levels", "L0",
+                 "--limit", "1", "--max-rounds", "2", "--out", str(tmp_path), "--run-id", "smol")
+    assert r.returncode == 0, r.stderr[-3000:]
+    run = tmp_path / "smol"
+    transcripts = _jsonl(run / "transcripts.jsonl")
+    assert len(transcripts) == 2 and not any(t.get("error") for t in transcripts)
+    judgments = _jsonl(run / "judgments.jsonl")
+    assert judgments and all((j["label"] is None) == (j["failure"] is not None) for j in judgments)
+    scores = json.loads((run / "scores.json").read_text())
+    assert {r["metric"] for r in scores["rows"]} >= {"CDLR", "MPLR", "TCQ"}
+    assert "smollm2-135m" in (run / "report.html").read_text()
