@@ -1,6 +1,6 @@
 """How much does running simulations concurrently buy? (a benchmark, not a test)
 
-One run on this machine with a real model on the hf engine, no response cache:
+One run on this machine with a real model on one engine (hf by default), no response cache:
   (a) sequential — the same N simulations one after another (concurrency 1);
   (b) concurrent — all N at once over one engine (concurrency N);
   (c) raw engine — every request (b) made, replayed straight to the engine all at once, with no
@@ -29,7 +29,7 @@ def _spec(args, concurrency: int, out: str):
     return load_spec(None, scenarios="builtin", levels=args.levels.split(","), limit=args.limit, out=out,
                      run_id=f"c{concurrency}", no_cache=True, max_tokens=args.max_tokens,
                      max_rounds={c: args.max_rounds for c in ("CD", "MC", "CU", "GC", "HS", "CM", "AM")},
-                     **{"models.agent": args.model, "serving.engine": "hf", "serving.max_concurrency": concurrency})
+                     **{"models.agent": args.model, "serving.engine": args.engine, "serving.max_concurrency": concurrency})
 
 
 async def _simulate(spec, scenarios, clients, recorder=None):
@@ -96,4 +96,5 @@ if __name__ == "__main__":
     p.add_argument("--limit", type=int, default=None, help="scenarios per category")
     p.add_argument("--max-rounds", type=int, default=2)
     p.add_argument("--max-tokens", type=int, default=120)
+    p.add_argument("--engine", default="hf", help="hf or vllm (in-process; prefix caching on)")
     asyncio.run(main(p.parse_args()))
