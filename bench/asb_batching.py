@@ -5,10 +5,12 @@ One run on this machine with a real model on one engine (hf by default), no resp
   (b) concurrent — all N at once over one engine (concurrency N);
   (c) raw engine — every request (b) made, replayed straight to the engine all at once, with no
       simulation logic and no turn dependencies: the throughput ceiling for that request mix.
-It prints generated tokens/s for each, speedup = (b)/(a) and efficiency = (b)/(c).
+It prints generated tokens/s for each, speedup = (b)/(a) and efficiency = (b)/(c), and, for
+the hf engine, where the time went (prompt vs decode, prompt tokens reused from the prefix
+cache, rows per decode step). Each arm starts with an empty prefix cache.
 Targets (issue #3): speedup >= 4x at 16 concurrent simulations, efficiency >= 0.8.
 
-    .venv/bin/python bench/asb_batching.py --model smollm2-135m --n 16 --max-rounds 2
+    .venv/bin/python bench/asb_batching.py --model smollm2-135m --n 16 --max-rounds 4
 """
 
 from __future__ import annotations
@@ -32,13 +34,24 @@ def _spec(args, concurrency: int, out: str):
                      **{"models.agent": args.model, "serving.engine": args.engine, "serving.max_concurrency": concurrency})
 
 
-async def _simulate(spec, scenarios, clients, recorder=None):
+def _engine_stats(backend) -> dict:
+    """The hf engine's own counters (prompt vs decode time, reused prompt tokens); {} elsewhere."""
+    stats = getattr(backend, "stats", None)
+    return dict(vars(stats)) if stats is not None and hasattr(stats, "prefill_s") else {}
+
+
+def _delta(after: dict, before: dict) -> dict:
+    return {k: after[k] - before.get(k, 0) for k in after}
+
+
+async def _simulate(spec, scenarios, clients):
     from localbench.benchmarks.asb.simulate import simulate_scenarios
 
     stats = clients.for_role("agent").stats
-    tok0, t0 = stats.tokens_out, time.monotonic()
+    backend = clients.for_role("agent").backend
+    tok0, t0, e0 = stats.tokens_out, time.monotonic(), _engine_stats(backend)
     summary = await simulate_scenarios(spec, scenarios, clients, progress=False)
-    return stats.tokens_out - tok0, time.monotonic() - t0, summary
+    return stats.tokens_out - tok0, time.monotonic() - t0, summary, _delta(_engine_stats(backend), e0)
 
 
 async def main(args) -> None:
@@ -66,22 +79,30 @@ async def main(args) -> None:
     # warm-up: load kernels and grammars once so neither arm pays for it
     await _simulate(_spec(args, n_sims, out + "/warm"), scenarios[:1], clients)
 
+    clear = getattr(getattr(backend, "prefixes", None), "clear", lambda: None)  # each arm starts cold
+    clear()
     backend.complete = recording
-    tok_b, dt_b, sb = await _simulate(spec_b, scenarios, clients)
+    tok_b, dt_b, sb, eb = await _simulate(spec_b, scenarios, clients)
     backend.complete = real
-    tok_a, dt_a, sa = await _simulate(_spec(args, 1, out), scenarios, clients)
+    clear()
+    tok_a, dt_a, sa, ea = await _simulate(_spec(args, 1, out), scenarios, clients)
 
     # (c) the same requests, straight to the engine, all at once
-    t0 = time.monotonic()
+    clear()
+    e0, t0 = _engine_stats(backend), time.monotonic()
     raws = await asyncio.gather(*(real(replace(r)) for r in recorded))
-    dt_c = time.monotonic() - t0
+    dt_c, ec = time.monotonic() - t0, _delta(_engine_stats(backend), e0)
     tok_c = sum(r.tokens_out for r in raws)
     await clients.aclose()
 
-    rows = [("(a) sequential", tok_a, dt_a), ("(b) concurrent", tok_b, dt_b), ("(c) raw engine", tok_c, dt_c)]
-    print(f"\n| arm | generated tokens | wall s | tokens/s |\n|---|---|---|---|")
-    for name, tok, dt in rows:
-        print(f"| {name} | {tok} | {dt:.1f} | {tok / dt:.1f} |")
+    rows = [("(a) sequential", tok_a, dt_a, ea), ("(b) concurrent", tok_b, dt_b, eb), ("(c) raw engine", tok_c, dt_c, ec)]
+    print("\n| arm | generated tokens | wall s | tokens/s | prompt tokens | of which reused | prompt s | decode s "
+          "| mean decode batch |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, tok, dt, e in rows:
+        extra = (f"{e['prefill_tokens']} | {e['prefix_reused']} | {e['prefill_s']:.1f} | {e['decode_s']:.1f} | "
+                 f"{e['generated'] / max(1, e['decode_steps']):.1f}" if e else "– | – | – | – | –")
+        print(f"| {name} | {tok} | {dt:.1f} | {tok / dt:.1f} | {extra} |")
     speedup = (tok_b / dt_b) / (tok_a / dt_a)
     eff = (tok_b / dt_b) / (tok_c / dt_c)
     print(f"\nspeedup (b)/(a) = {speedup:.2f}x (target >= 4x); efficiency (b)/(c) = {eff:.2f} (target >= 0.8)")
@@ -94,7 +115,7 @@ if __name__ == "__main__":
     p.add_argument("--n", type=int, default=16, help="simulations (scenario × level)")
     p.add_argument("--levels", default="L0,L2")
     p.add_argument("--limit", type=int, default=None, help="scenarios per category")
-    p.add_argument("--max-rounds", type=int, default=2)
+    p.add_argument("--max-rounds", type=int, default=4)
     p.add_argument("--max-tokens", type=int, default=120)
     p.add_argument("--engine", default="hf", help="hf or vllm (in-process; prefix caching on)")
     asyncio.run(main(p.parse_args()))

@@ -50,6 +50,7 @@ class EngineOptions(BaseModel):
     judge_base_url: str | None = None  # openai: a separate server for the judge
     grammar: Literal["xgrammar", "outlines"] = "xgrammar"  # hf only
     max_batch_size: int = Field(32, ge=1)
+    prefix_cache_gb: float = Field(4.0, ge=0)  # hf only: prompt KV kept for reuse by later turns (0 = off)
     max_concurrency: int = Field(64, ge=1)  # openai: requests in flight
     max_retries: int = Field(2, ge=0)  # invalid replies retried with a new seed
 

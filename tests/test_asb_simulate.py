@@ -149,9 +149,9 @@ def test_context_cuts_are_marked_recorded_and_exhaustion_ends_cleanly(suite, tmp
     gc = next(s for s in suite if s.category == "GC")
     spec = load_spec(None, out=str(tmp_path), levels=["L0"], max_rounds={"GC": 6}, max_tokens=120)
     probe = FakeBackend()
-    system = engine_for(gc).system_prompt(gc, gc.agents[0].id, resolve_level("L0"))
-    base = probe.count_tokens([{"role": "system", "content": system}])
-    backend = FakeBackend(max_model_len=base + 120 + 8 + 200)
+    systems = [engine_for(gc).system_prompt(gc, a.id, resolve_level("L0")) for a in gc.agents]
+    base = max(probe.count_tokens([{"role": "system", "content": system}]) for system in systems)
+    backend = FakeBackend(max_model_len=base + 120 + 8 + 250)  # every agent fits, its history does not
     summary = asyncio.run(simulate_scenarios(spec, [gc], fake_clients(backend), progress=False))
     [rec] = records(summary.run_dir)
     check_all(spec, suite, [rec])

@@ -97,6 +97,7 @@ class MicroBatcher(Generic[T]):
         batch_wait_s: float = 0.005,
         group_key: Callable[[T], Hashable] | None = None,
         name: str = "batcher",
+        executor: ThreadPoolExecutor | None = None,
     ):
         if max_batch_size < 1:
             raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size}")
@@ -109,7 +110,9 @@ class MicroBatcher(Generic[T]):
         self.batch_keys: list[Hashable] = []  # the group key of each take (None without grouping)
         self._pending: deque[_Pending[T]] = deque()
         self._lock = threading.Lock()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        # The runner's thread: a shared one when given (the hf engine's torch thread), else its own.
+        self._own_executor = executor is None
+        self._executor = executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wakeup: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
@@ -200,5 +203,6 @@ class MicroBatcher(Generic[T]):
                 p.future.set_exception(EngineError(f"{self.name}: closed while the request was queued"))
 
     def shutdown(self) -> None:
-        """Release the worker thread (after aclose)."""
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        """Release the worker thread (after aclose); a shared one is left to its owner."""
+        if self._own_executor:
+            self._executor.shutdown(wait=False, cancel_futures=True)

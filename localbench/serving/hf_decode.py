@@ -6,8 +6,9 @@ Sampling draws one uniform number per step from the row's own ``torch.Generator`
 the request) and inverts the row's CDF with it, so a row's tokens do not depend on which other
 rows share its batch, nor on whether it runs on CPU or GPU (up to the logits' floating-point
 noise). Temperature 0 is greedy. Finished rows leave the batch (and the KV cache) at once, and
-waiting requests take their places between steps. Rows admitted together compute the start their
-prompts share (chat template, system prompt, a judge's rubric) once.
+waiting requests take their places between steps. A prompt that starts like an earlier one (the
+same agent's previous turn, a shared system prompt, a judge's rubric) reuses that start's KV from
+the prefix cache and computes only the rest; rows admitted together compute their common start once.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, Callable
 import torch
 
 from localbench.serving.hf_grammar import RowConstraint
+from localbench.serving.hf_prefix_cache import CachedPrefix, PrefixCache
 from localbench.serving.types import FinishReason
 
 
@@ -49,7 +51,7 @@ class DecodeStats:
 
     prefill_s: float = 0.0
     prefill_tokens: int = 0  # prompt tokens processed
-    prefix_reused: int = 0  # prompt tokens not computed again because rows shared a prefix
+    prefix_reused: int = 0  # prompt tokens not computed: their KV came from the prefix cache or a shared start
     decode_s: float = 0.0
     decode_steps: int = 0  # forward passes of the running batch
     generated: int = 0  # tokens produced (stop tokens included)
@@ -72,13 +74,15 @@ def decode(
     stop_ids: set[int],
     vocab_limit: int,
     stats: DecodeStats | None = None,
+    prefixes: PrefixCache | None = None,
 ) -> None:
     """Generate rows until none are running and none are waiting; ``on_done(handle, output)`` each.
 
     New rows join the running batch between steps whenever rows have left it (continuous
     batching), if the model's KV cache allows it (plain per-layer caches); otherwise a batch runs
     to its end before the next one starts. ``vocab_limit`` is the tokenizer's size: logits beyond
-    it (embedding padding) are never picked.
+    it (embedding padding) are never picked. ``prefixes`` keeps prompts' KV for later requests
+    that start the same way (see hf_prefix_cache).
     """
     stats = stats if stats is not None else DecodeStats()
     batch: _Batch | None = None
@@ -89,14 +93,12 @@ def decode(
             new = admit(max_rows - running) if (batch is None or joinable) else []
             if new:
                 t0 = time.perf_counter()
-                fresh = _Batch.prefill(model, new, pad_id, on_done, stats)
-                stats.prefill_s += time.perf_counter() - t0
-                stats.prefill_tokens += sum(len(r.prompt_ids) for _, r in new)
-                if fresh is not None:
+                for fresh in _prefill_new(model, new, pad_id, on_done, stats, prefixes):
                     if batch is None:
                         batch, joinable = fresh, _plain_cache(fresh.cache)
                     else:
                         batch.merge(fresh)
+                stats.prefill_s += time.perf_counter() - t0
             if batch is None:
                 if not new:
                     return
@@ -133,47 +135,53 @@ class _Batch:
         return len(self.rows)
 
     @classmethod
-    def prefill(cls, model: Any, new: list[tuple[int, Row]], pad_id: int, on_done: OnDone,
-                stats: DecodeStats) -> "_Batch | None":
-        """Run the prompts of new rows; rows that need no step at all finish here."""
+    def prefill(cls, model: Any, rows: list[tuple[int, Row]], reuse: list[tuple[int, CachedPrefix | None]],
+                bitmask: torch.Tensor, pad_id: int) -> "_Batch":
+        """Run the new part of each row's prompt on top of its reused KV; one forward pass.
+
+        Layout per row: [padding][reused KV][padding][own tail]. Position ids and the attention
+        mask skip the padding, so a row's numbers do not depend on how wide the others are.
+        """
         from transformers import DynamicCache
 
-        bitmask = _allocate_bitmask(len(new), model)
-        keep: list[int] = []
-        for b, (handle, row) in enumerate(new):
-            if row.constraint is not None and row.constraint.fill(bitmask, b):
-                on_done(handle, RowOutput(finish_reason="stop"))  # the grammar is complete when empty
-            elif row.max_tokens <= 0:
-                on_done(handle, RowOutput(finish_reason="length"))
-            else:
-                keep.append(b)
-        if not keep:
-            return None
-        rows = [new[b][1] for b in keep]
         device = next(model.parameters()).device
+        n = len(rows)
+        past = [r for r, _ in reuse]
+        width_past = max(past)
         cache = DynamicCache(config=model.config)
-        shared = _shared_prefix([r.prompt_ids for r in rows]) if _plain_cache(cache) else 0
-        if shared:
-            # The prompts' common start (chat template, system prompt, rubric) runs once, not per row.
-            head = torch.tensor([rows[0].prompt_ids[:shared]], dtype=torch.long, device=device)
-            ones = torch.ones_like(head)
-            _forward(model, head, ones, torch.arange(shared, device=device)[None], cache)
-            cache.batch_repeat_interleave(len(rows))
-            stats.prefix_reused += shared * (len(rows) - 1)
-        tails = [r.prompt_ids[shared:] for r in rows]
+        past_mask = torch.zeros((n, width_past), dtype=torch.long)
+        if width_past:
+            template = next(e for _, e in reuse if e is not None)
+            for layer, like in enumerate(template.keys):
+                shape = (n, like.shape[0], width_past, like.shape[2])
+                keys = torch.zeros(shape, dtype=like.dtype, device=like.device)
+                values = torch.zeros(shape, dtype=like.dtype, device=like.device)
+                for b, (r, entry) in enumerate(reuse):
+                    if r:
+                        keys[b, :, width_past - r:] = entry.keys[layer][:, :r]
+                        values[b, :, width_past - r:] = entry.values[layer][:, :r]
+                cache.update(keys.to(device), values.to(device), layer)
+            for b, r in enumerate(past):
+                past_mask[b, width_past - r:] = 1
+        tails = [row.prompt_ids[r:] for (_, row), r in zip(rows, past)]
         width = max(len(t) for t in tails)
-        ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-        tail_mask = torch.zeros((len(rows), width), dtype=torch.long)
+        ids = torch.full((n, width), pad_id, dtype=torch.long)
+        tail_mask = torch.zeros((n, width), dtype=torch.long)
         for b, t in enumerate(tails):
             ids[b, width - len(t):] = torch.tensor(t, dtype=torch.long)
             tail_mask[b, width - len(t):] = 1
-        ids, tail_mask = ids.to(device), tail_mask.to(device)
-        positions = shared + (tail_mask.cumsum(-1) - 1).clamp(min=0)
-        # Layout per row: [shared prefix][padding][own tail]; position ids skip the padding.
-        mask = torch.cat([torch.ones((len(rows), shared), dtype=torch.long, device=device), tail_mask], dim=1)
-        logits = _forward(model, ids, mask, positions, cache)
-        return cls([new[b][0] for b in keep], rows, cache, mask, positions[:, -1:], logits,
-                   bitmask[keep].contiguous())
+        positions = torch.tensor(past)[:, None] + (tail_mask.cumsum(-1) - 1).clamp(min=0)
+        mask = torch.cat([past_mask, tail_mask], dim=1).to(device)
+        positions = positions.to(device)
+        logits = _forward(model, ids.to(device), mask, positions, cache)
+        return cls([h for h, _ in rows], [row for _, row in rows], cache, mask, positions[:, -1:], logits, bitmask)
+
+    def prompt_kv(self, b: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """Row b's keys and values for its prompt alone (right after prefill), copied out of the batch."""
+        live = self.mask[b].bool()
+        keys = [layer.keys[b][:, live].clone() for layer in self.cache.layers]
+        values = [layer.values[b][:, live].clone() for layer in self.cache.layers]
+        return keys, values
 
     def merge(self, other: "_Batch") -> None:
         """Append another batch's rows: left-pad the shorter KV cache and mask to a common length."""
@@ -241,6 +249,70 @@ class _Batch:
                     layer.keys, layer.values = layer.keys[:, :, first:], layer.values[:, :, first:]
 
 
+def _prefill_new(model: Any, new: list[tuple[int, Row]], pad_id: int, on_done: OnDone, stats: DecodeStats,
+                 prefixes: PrefixCache | None) -> list["_Batch"]:
+    """Admit new rows: finish those that need no step, reuse cached prompt starts, prefill the rest.
+
+    Rows are prefilled in chunks of similar shape (see ``_chunks``), so one long prompt does not
+    pad every short one; each row's prompt KV then goes into the prefix cache.
+    """
+    bitmask = _allocate_bitmask(len(new), model)
+    keep: list[int] = []
+    for b, (handle, row) in enumerate(new):
+        if row.constraint is not None and row.constraint.fill(bitmask, b):
+            on_done(handle, RowOutput(finish_reason="stop"))  # the grammar is complete when empty
+        elif row.max_tokens <= 0:
+            on_done(handle, RowOutput(finish_reason="length"))
+        else:
+            keep.append(b)
+    if not keep:
+        return []
+    rows = [new[b] for b in keep]
+    stats.prefill_tokens += sum(len(r.prompt_ids) for _, r in rows)
+    reusable = _plain_model_cache(model)
+    cache = prefixes if (reusable and prefixes is not None and prefixes.enabled) else None
+    group = _shared_start(model, [r for _, r in rows], cache) if reusable else None
+    reuse: list[tuple[int, CachedPrefix | None]] = []
+    for _, row in rows:
+        r, entry = cache.lookup(row.prompt_ids) if cache is not None else (0, None)
+        if group is not None and group.length > r:
+            r, entry = group.length, group
+        reuse.append((r, entry))
+    stats.prefix_reused += sum(r for r, _ in reuse)
+    batches = []
+    for chunk in _chunks([len(row.prompt_ids) - r for (_, row), (r, _) in zip(rows, reuse)], [r for r, _ in reuse]):
+        picked = bitmask[[keep[i] for i in chunk]].contiguous()
+        batch = _Batch.prefill(model, [rows[i] for i in chunk], [reuse[i] for i in chunk], picked, pad_id)
+        if cache is not None:
+            for b, row in enumerate(batch.rows):
+                cache.store(row.prompt_ids, *batch.prompt_kv(b))
+        batches.append(batch)
+    return batches
+
+
+def _shared_start(model: Any, rows: list[Row], cache: PrefixCache | None) -> CachedPrefix | None:
+    """The start all new rows share (chat template, system prompt, a rubric), computed once.
+
+    Skipped when the prefix cache already holds it. Stored in the cache, if there is one, so
+    later requests that start the same way reuse it too.
+    """
+    from transformers import DynamicCache
+
+    shared = _shared_prefix([r.prompt_ids for r in rows])
+    if not shared or (cache is not None and cache.lookup(rows[0].prompt_ids, touch=False)[0] >= shared):
+        return None
+    head_ids = rows[0].prompt_ids[:shared]
+    device = next(model.parameters()).device
+    kv = DynamicCache(config=model.config)
+    head = torch.tensor([head_ids], dtype=torch.long, device=device)
+    _forward(model, head, torch.ones_like(head), torch.arange(shared, device=device)[None], kv)
+    keys = [layer.keys[0] for layer in kv.layers]
+    values = [layer.values[0] for layer in kv.layers]
+    if cache is not None:
+        cache.store(head_ids, keys, values)
+    return CachedPrefix(torch.tensor(head_ids, dtype=torch.long), keys, values)
+
+
 _MIN_SHARED = 16  # shorter common prefixes are not worth a separate forward pass
 
 
@@ -254,6 +326,39 @@ def _shared_prefix(prompts: list[list[int]]) -> int:
     while n < limit and all(p[n] == first[n] for p in prompts):
         n += 1
     return n if n >= _MIN_SHARED else 0
+
+
+_PAD_SLACK = 0.25  # a chunk may pad up to this share of its real tokens (plus a little per row)
+
+
+def _chunks(tails: list[int], pasts: list[int]) -> list[list[int]]:
+    """Group rows (by index) into prefill chunks whose padding stays small.
+
+    One forward pass over many rows is cheaper than many passes, until the rows differ so much in
+    length that padding them to the longest costs more than it saves.
+    """
+    order = sorted(range(len(tails)), key=lambda i: (tails[i], pasts[i]))
+    chunks: list[list[int]] = []
+    current: list[int] = []
+    for i in order:
+        trial = current + [i]
+        t, p = [tails[j] for j in trial], [pasts[j] for j in trial]
+        real = sum(t) + sum(p)
+        padded = len(trial) * (max(t) + max(p))
+        if current and padded - real > _PAD_SLACK * real + 16 * len(trial):
+            chunks.append(current)
+            current = [i]
+        else:
+            current = trial
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _plain_model_cache(model: Any) -> bool:
+    from transformers import DynamicCache
+
+    return _plain_cache(DynamicCache(config=model.config))
 
 
 def _pad_left(x: torch.Tensor, width: int, dim: int) -> torch.Tensor:

@@ -16,8 +16,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from localbench.serving import hf_attention, torch_thread
 from localbench.serving.hf_batcher import Feed, MicroBatcher
 from localbench.serving.hf_decode import DecodeStats, Row, RowOutput, decode
+from localbench.serving.hf_prefix_cache import PrefixCache
 from localbench.serving.hf_grammar import GRAMMAR_BACKENDS, GrammarBackend, make_grammar_backend
 from localbench.serving.presets import Preset, load_preset
 from localbench.serving.types import EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion
@@ -103,6 +105,7 @@ class HFBackend:
         batch_wait_ms: float = 5,
         chat_template_kwargs: dict[str, Any] | None = None,
         location: str = "",
+        prefix_cache_gb: float = 4.0,
     ):
         if grammar not in GRAMMAR_BACKENDS:
             raise ValueError(f"unknown grammar backend '{grammar}': choose one of {', '.join(GRAMMAR_BACKENDS)}")
@@ -123,6 +126,8 @@ class HFBackend:
         self.grammar: GrammarBackend = make_grammar_backend(grammar, tokenizer, self.vocab_width, self.stop_ids)
         self.grammar_backend = self.grammar.name
         self.requests_served = 0  # complete() calls that reached the model
+        self.grouped_attention = hf_attention.install(model)  # CPU decode steps; see hf_attention
+        self.prefixes = PrefixCache(int(prefix_cache_gb * 2**30 / _kv_bytes_per_token(model)))
         self.stats = DecodeStats()  # prompt-processing vs decoding time, for progress and benchmarks
         # The event loop encodes prompts while the worker thread decodes replies; a fast tokenizer
         # can raise "Already borrowed" when two threads use it at once.
@@ -133,6 +138,7 @@ class HFBackend:
             batch_wait_s=batch_wait_ms / 1000.0,
             group_key=None if self.grammar.mixes_schemas else _schema_key,
             name="hf-engine",
+            executor=torch_thread.executor(),
         )
 
     @classmethod
@@ -145,8 +151,18 @@ class HFBackend:
         batch_wait_ms: float = 5,
         device: str = "auto",
         dtype: str | None = None,
+        prefix_cache_gb: float = 4.0,
     ) -> "HFBackend":
-        """Load a preset's weights (building or converting them first if needed)."""
+        """Load a preset's weights (building or converting them first if needed).
+
+        Runs on the torch thread (see torch_thread): the main thread must not run torch itself.
+        """
+        return torch_thread.run(cls._load, preset, grammar=grammar, max_batch_size=max_batch_size,
+                                batch_wait_ms=batch_wait_ms, device=device, dtype=dtype,
+                                prefix_cache_gb=prefix_cache_gb)
+
+    @classmethod
+    def _load(cls, preset: str | Preset, *, device: str, dtype: str | None, **options: Any) -> "HFBackend":
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         p = load_preset(preset) if isinstance(preset, str) else preset
         location = materialize(p)
@@ -163,11 +179,8 @@ class HFBackend:
         model = AutoModelForCausalLM.from_pretrained(location, revision=revision, dtype=torch_dtype, **placement)
         model.to(dev).eval()
         identity = dataclasses.replace(identity_of(p, location), dtype=str(torch_dtype).removeprefix("torch."))
-        return cls(
-            model, tokenizer, identity=identity, max_model_len=p.max_model_len, grammar=grammar,
-            max_batch_size=max_batch_size, batch_wait_ms=batch_wait_ms,
-            chat_template_kwargs=p.chat_template_kwargs, location=location,
-        )
+        return cls(model, tokenizer, identity=identity, max_model_len=p.max_model_len,
+                   chat_template_kwargs=p.chat_template_kwargs, location=location, **options)
 
     # -- Backend protocol -------------------------------------------------------------------
 
@@ -221,6 +234,7 @@ class HFBackend:
             "batch_wait_ms": round(self._batcher.batch_wait_s * 1000, 3),
             "max_model_len": self.max_model_len,
             "attn_implementation": getattr(self.model.config, "_attn_implementation", None),
+            "prefix_cache_tokens": self.prefixes.max_tokens,
             "torch": torch.__version__,
             "transformers": importlib.metadata.version("transformers"),
             "torch_threads": torch.get_num_threads(),
@@ -257,7 +271,17 @@ class HFBackend:
 
         decode(self.model, admit, on_done, max_rows=self._batcher.max_batch_size, pad_id=self.pad_id,
                stop_ids=set(self.stop_ids), vocab_limit=min(len(self.tokenizer), self.vocab_width),
-               stats=self.stats)
+               stats=self.stats, prefixes=self.prefixes)
+
+
+def _kv_bytes_per_token(model: Any) -> int:
+    """Bytes of keys and values one prompt token takes in the cache (all layers)."""
+    cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    heads = getattr(cfg, "num_attention_heads", 1)
+    kv_heads = getattr(cfg, "num_key_value_heads", None) or heads
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+    width = next(model.parameters()).element_size()
+    return max(1, 2 * cfg.num_hidden_layers * kv_heads * head_dim * width)
 
 
 def _schema_key(job: _Job) -> str | None:

@@ -34,7 +34,7 @@ def open_client(spec: RunSpec, role: str, run_dir: Path, cache: ResponseCache | 
             raise SpecError(f"serving.base_url is required with the openai engine (role {role})")
         opts = {"base_url": url, "max_concurrency": s.max_concurrency}
     elif engine == "hf":
-        opts = {"grammar": s.grammar, "max_batch_size": s.max_batch_size}
+        opts = {"grammar": s.grammar, "max_batch_size": s.max_batch_size, "prefix_cache_gb": s.prefix_cache_gb}
     else:
         opts = {}
     backend = open_backend(preset, engine, **opts)

@@ -265,9 +265,13 @@ class Simulation:
 
     async def call(
         self, *, speaker: str, role: str, system: str, instruction: str, output: OutputSpec,
-        viewer: str | None = None, extra_key: str = "",
+        viewer: str | None = None, extra_key: str = "", standing: str = "",
     ) -> Turn:
         """One request: the viewer's visible history, fitted to the context window, then recorded.
+
+        ``standing`` (rules that hold turn after turn, such as an agent's action menu) goes before
+        the history and ``instruction`` (this turn's ask) after it, so the prompt of a speaker's
+        next turn extends this one and an engine's prefix cache computes only what is new.
 
         Raises Stop("context_exhausted") if the prompt cannot fit even with no history.
         """
@@ -281,7 +285,7 @@ class Simulation:
 
         def build(dropped: int) -> list[dict[str, str]]:
             user = render("turn.j2", history=history[dropped:], dropped=dropped, viewer=viewer,
-                          instruction=instruction)
+                          standing=standing, instruction=instruction)
             return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
         try:
@@ -318,11 +322,11 @@ class Simulation:
                 "seen": turn.seen, "context": turn.context, "meta": m}
 
     # -- agent turns ---------------------------------------------------------------------------
-    def agent_instruction(self, recipients: list[str], actions: tuple[ActionName, ...], done_rule: str,
-                          group: list[str] = ()) -> str:
-        return render("instruction_agent.j2", round=self.round, max_rounds=self.settings.max_rounds,
-                      actions=actions, recipients=recipients, group=list(group), done_rule=done_rule,
-                      words=self.settings.words)
+    def agent_menu(self, recipients: list[str], actions: tuple[ActionName, ...], done_rule: str,
+                   group: list[str] = ()) -> str:
+        """The actions an agent may take in a phase (the standing part of its turn prompt)."""
+        return render("instruction_agent.j2", actions=actions, recipients=recipients, group=list(group),
+                      done_rule=done_rule, words=self.settings.words)
 
     async def agent_turn(
         self, agent_id: str, phase: str = "agents", *, done_rule: str = "", group: list[str] | None = None,
@@ -332,8 +336,9 @@ class Simulation:
         if the reply failed validation after retries)."""
         recipients, acts = self._menus[agent_id][phase]
         spec = action_spec(recipients, acts, self.settings.message_max_chars)
-        instruction = self.agent_instruction(list(recipients), acts, done_rule, group or [])
-        turn = await self.call(speaker=agent_id, role="agent", system=self.agent_system(agent_id),
+        menu = self.agent_menu(list(recipients), acts, done_rule, group or [])
+        instruction = render("instruction_round.j2", round=self.round, max_rounds=self.settings.max_rounds)
+        turn = await self.call(speaker=agent_id, role="agent", system=self.agent_system(agent_id), standing=menu,
                                instruction=instruction, output=spec, extra_key=extra_key)
         return turn, (unwrap(turn.result.parsed) if turn.ok else None)
 
