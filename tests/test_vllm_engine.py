@@ -118,10 +118,15 @@ async def test_per_request_seed_and_temperature(tiny_vllm):
     assert len({a.text} | {o.text for o in others}) >= 3  # other seeds sample differently
 
 
-async def test_prompt_longer_than_context_is_a_clear_error(tiny_vllm):
+async def test_prompt_longer_than_context_is_the_same_error_as_in_hf(tiny_vllm):
+    from localbench.serving.types import PromptTooLongError
+
     long = [{"role": "user", "content": "word " * 3000}]
-    with pytest.raises(EngineError, match="max_model_len 2048"):
+    with pytest.raises(PromptTooLongError, match="max_model_len 2048"):
         await tiny_vllm.complete(GenerationRequest(messages=long, max_tokens=8))
+    n = tiny_vllm.count_tokens(_messages(1))
+    with pytest.raises(PromptTooLongError, match=f"prompt of {n} tokens \\+ max_tokens {2049 - n}"):
+        await tiny_vllm.complete(GenerationRequest(messages=_messages(1), max_tokens=2049 - n))  # no room: not cut short
 
 
 async def test_describe_records_the_pinned_grammar(tiny_vllm):

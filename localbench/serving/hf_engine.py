@@ -22,12 +22,10 @@ from localbench.serving.hf_decode import DecodeStats, Row, RowOutput, decode
 from localbench.serving.hf_prefix_cache import PrefixCache
 from localbench.serving.hf_grammar import GRAMMAR_BACKENDS, GrammarBackend, make_grammar_backend
 from localbench.serving.presets import Preset, load_preset
-from localbench.serving.types import EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion
+from localbench.serving.types import (  # noqa: F401 - PromptTooLongError: raised here, imported from here
+    EngineError, GenerationRequest, Message, ModelIdentity, PromptTooLongError, RawCompletion, check_prompt_fits,
+)
 from localbench.serving.weights import identity_of, materialize
-
-
-class PromptTooLongError(ValueError):
-    """A prompt that leaves no room for the reply in the context window (callers budget beforehand)."""
 
 
 @dataclasses.dataclass
@@ -207,12 +205,7 @@ class HFBackend:
 
     async def complete(self, request: GenerationRequest) -> RawCompletion:
         ids = self.prompt_ids(request.messages)
-        if len(ids) + request.max_tokens > self.max_model_len:
-            raise PromptTooLongError(
-                f"request '{request.tag or request.role}': prompt of {len(ids)} tokens + max_tokens "
-                f"{request.max_tokens} exceeds max_model_len {self.max_model_len} of preset "
-                f"'{self.identity.preset}'"
-            )
+        check_prompt_fits(len(ids), request, self.max_model_len, self.identity.preset)
         self.requests_served += 1
         return await self._batcher.submit(_Job(request, ids))
 

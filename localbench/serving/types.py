@@ -118,6 +118,23 @@ class EngineError(UserError, RuntimeError):
     """An engine that cannot serve at all (dead server, missing weights): not a bad reply."""
 
 
+class PromptTooLongError(ValueError):
+    """A prompt that leaves no room for the reply: prompt tokens + max_tokens > max_model_len.
+
+    Callers budget prompts beforehand (``count_tokens``); an engine that can count answers an
+    overflow with this error, the same in every engine, and never by cutting the reply short.
+    """
+
+
+def check_prompt_fits(prompt_tokens: int, request: GenerationRequest, max_model_len: int, preset: str) -> None:
+    """Raise PromptTooLongError naming the request, the sizes and the preset when it does not fit."""
+    if prompt_tokens + request.max_tokens > max_model_len:
+        raise PromptTooLongError(
+            f"request '{request.tag or request.role}': prompt of {prompt_tokens} tokens + max_tokens "
+            f"{request.max_tokens} exceeds max_model_len {max_model_len} of preset '{preset}'"
+        )
+
+
 @runtime_checkable
 class Backend(Protocol):
     """An engine that turns chat requests into raw completions.

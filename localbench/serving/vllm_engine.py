@@ -35,7 +35,9 @@ import uuid
 from typing import Any
 
 from localbench.serving.presets import Preset
-from localbench.serving.types import EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion
+from localbench.serving.types import (
+    EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion, check_prompt_fits,
+)
 
 GRAMMAR_BACKEND = "xgrammar"
 CPU_KV_CACHE_GIB = 1.0
@@ -175,16 +177,12 @@ class VLLMBackend:
             raise EngineError(f"vllm backend for preset '{self.identity.preset}' is closed")
         self._check_loop()
         ids = chat_prompt_ids(self.tokenizer, request.messages, self.chat_template_kwargs)
-        if len(ids) >= self.max_model_len:
-            raise EngineError(
-                f"prompt of {len(ids)} tokens does not fit preset '{self.identity.preset}' "
-                f"(max_model_len {self.max_model_len})"
-            )
+        check_prompt_fits(len(ids), request, self.max_model_len, self.identity.preset)
         structured = None
         if request.output is not None:
             structured = StructuredOutputsParams(json=request.output.schema)
         params = SamplingParams(
-            max_tokens=min(request.max_tokens, self.max_model_len - len(ids)),
+            max_tokens=request.max_tokens,
             temperature=request.temperature,
             seed=request.seed,
             structured_outputs=structured,
