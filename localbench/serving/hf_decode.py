@@ -20,7 +20,7 @@ from typing import Any, Callable
 import torch
 
 from localbench.serving.hf_grammar import RowConstraint
-from localbench.serving.hf_prefix_cache import CachedPrefix, PrefixCache
+from localbench.serving.hf_prefix_cache import MIN_REUSE, CachedPrefix, PrefixCache
 from localbench.serving.types import FinishReason
 
 
@@ -313,9 +313,6 @@ def _shared_start(model: Any, rows: list[Row], cache: PrefixCache | None) -> Cac
     return CachedPrefix(torch.tensor(head_ids, dtype=torch.long), keys, values)
 
 
-_MIN_SHARED = 16  # shorter common prefixes are not worth a separate forward pass
-
-
 def _shared_prefix(prompts: list[list[int]]) -> int:
     """Length of the common start of several prompts, leaving each at least one token of its own."""
     if len(prompts) < 2:
@@ -325,7 +322,7 @@ def _shared_prefix(prompts: list[list[int]]) -> int:
     n = 0
     while n < limit and all(p[n] == first[n] for p in prompts):
         n += 1
-    return n if n >= _MIN_SHARED else 0
+    return n if n >= MIN_REUSE else 0  # shorter ones are not worth a separate forward pass
 
 
 _PAD_SLACK = 0.25  # a chunk may pad up to this share of its real tokens (plus a little per row)
