@@ -79,16 +79,20 @@ async def main(args) -> None:
     # warm-up: load kernels and grammars once so neither arm pays for it
     await _simulate(_spec(args, n_sims, out + "/warm"), scenarios[:1], clients)
 
-    clear = getattr(getattr(backend, "prefixes", None), "clear", lambda: None)  # each arm starts cold
-    clear()
+    async def clear() -> None:  # each arm starts with an empty prefix cache (hf and vllm)
+        reset = getattr(backend, "reset_prefix_cache", None)
+        if reset is not None:
+            await reset()
+
+    await clear()
     backend.complete = recording
     tok_b, dt_b, sb, eb = await _simulate(spec_b, scenarios, clients)
     backend.complete = real
-    clear()
+    await clear()
     tok_a, dt_a, sa, ea = await _simulate(_spec(args, 1, out), scenarios, clients)
 
     # (c) the same requests, straight to the engine, all at once
-    clear()
+    await clear()
     e0, t0 = _engine_stats(backend), time.monotonic()
     raws = await asyncio.gather(*(real(replace(r)) for r in recorded))
     dt_c, ec = time.monotonic() - t0, _delta(_engine_stats(backend), e0)

@@ -156,3 +156,14 @@ def test_grouped_attention_matches_sdpa_with_padding_and_a_past(engines):
     for ref, got, keep in zip(reference, grouped, live):
         assert torch.isfinite(got).all()
         assert torch.allclose(ref[keep], got[keep], atol=1e-4), (ref[keep] - got[keep]).abs().max()
+
+
+async def test_reset_empties_the_cache_and_the_next_turn_computes_its_whole_prompt(engines):
+    cached, _ = engines
+    await cached.complete(_turns(2, seed=7))
+    assert len(cached.prefixes) > 0
+    await cached.reset_prefix_cache()
+    assert len(cached.prefixes) == 0 and cached.prefixes.tokens == 0
+    reused = cached.stats.prefix_reused
+    await cached.complete(_turns(3, seed=8))
+    assert cached.stats.prefix_reused == reused  # nothing left to reuse

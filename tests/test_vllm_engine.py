@@ -159,3 +159,11 @@ async def test_smollm2_answers_a_structured_request(smollm2_dir):
     await backend.aclose()  # idempotent
     with pytest.raises(EngineError, match="closed"):
         await backend.complete(GenerationRequest(messages=_messages(0), max_tokens=4))
+
+
+async def test_prefix_cache_reset_between_requests(tiny_vllm):
+    req = GenerationRequest(messages=_messages(2), max_tokens=6, temperature=0.0)
+    first = await tiny_vllm.complete(req)
+    await tiny_vllm.reset_prefix_cache()  # raises if vLLM refuses
+    again = await tiny_vllm.complete(req)
+    assert again.text == first.text and again.tokens_in == first.tokens_in

@@ -9,6 +9,7 @@ rendered with the model's chat template and checked against the context window b
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import importlib.metadata
 import os
@@ -208,6 +209,10 @@ class HFBackend:
         check_prompt_fits(len(ids), request, self.max_model_len, self.identity.preset)
         self.requests_served += 1
         return await self._batcher.submit(_Job(request, ids))
+
+    async def reset_prefix_cache(self) -> None:
+        """Forget cached prompt KV (benchmarks start each arm cold); runs on the torch thread."""
+        await asyncio.get_running_loop().run_in_executor(torch_thread.executor(), self.prefixes.clear)
 
     async def aclose(self) -> None:
         await self._batcher.aclose()

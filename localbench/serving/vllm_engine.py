@@ -225,6 +225,12 @@ class VLLMBackend:
             **({"cpu_threads_bind": os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto")} if self.on_cpu else {}),
         }
 
+    async def reset_prefix_cache(self) -> None:
+        """Forget cached prompt KV (benchmarks start each arm cold); only while nothing runs."""
+        if not await self._llm.reset_prefix_cache():
+            raise EngineError(f"vLLM could not reset the prefix cache of preset '{self.identity.preset}' "
+                              "(requests are still running)")
+
     async def aclose(self) -> None:
         """Stop the EngineCore process; safe to call twice."""
         if self._closed:
