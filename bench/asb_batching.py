@@ -37,7 +37,7 @@ def _spec(args, concurrency: int, out: str):
 def _engine_stats(backend) -> dict:
     """The hf engine's own counters (prompt vs decode time, reused prompt tokens); {} elsewhere."""
     stats = getattr(backend, "stats", None)
-    return dict(vars(stats)) if stats is not None and hasattr(stats, "prefill_s") else {}
+    return stats.as_dict() if hasattr(stats, "as_dict") else {}
 
 
 def _delta(after: dict, before: dict) -> dict:

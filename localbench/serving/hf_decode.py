@@ -86,16 +86,16 @@ def decode(
     """
     stats = stats if stats is not None else DecodeStats()
     batch: _Batch | None = None
-    joinable = True
+    joinable = _plain_model_cache(model)  # rows can join a running batch and reuse prompt KV
     with torch.inference_mode():
         while True:
             running = batch.size if batch is not None else 0
             new = admit(max_rows - running) if (batch is None or joinable) else []
             if new:
                 t0 = time.perf_counter()
-                for fresh in _prefill_new(model, new, pad_id, on_done, stats, prefixes):
+                for fresh in _prefill_new(model, new, pad_id, on_done, stats, prefixes, plain=joinable):
                     if batch is None:
-                        batch, joinable = fresh, _plain_cache(fresh.cache)
+                        batch = fresh
                     else:
                         batch.merge(fresh)
                 stats.prefill_s += time.perf_counter() - t0
@@ -250,11 +250,12 @@ class _Batch:
 
 
 def _prefill_new(model: Any, new: list[tuple[int, Row]], pad_id: int, on_done: OnDone, stats: DecodeStats,
-                 prefixes: PrefixCache | None) -> list["_Batch"]:
+                 prefixes: PrefixCache | None, plain: bool) -> list["_Batch"]:
     """Admit new rows: finish those that need no step, reuse cached prompt starts, prefill the rest.
 
-    Rows are prefilled in chunks of similar shape (see ``_chunks``), so one long prompt does not
-    pad every short one; each row's prompt KV then goes into the prefix cache.
+    With plain growing caches (``plain``), rows are prefilled in chunks of similar shape (see
+    ``_chunks``), so one long prompt does not pad every short one, and each row's prompt KV goes
+    into the prefix cache. Other caches (sliding windows) get one plain prefill of all rows.
     """
     bitmask = _allocate_bitmask(len(new), model)
     keep: list[int] = []
@@ -269,9 +270,8 @@ def _prefill_new(model: Any, new: list[tuple[int, Row]], pad_id: int, on_done: O
         return []
     rows = [new[b] for b in keep]
     stats.prefill_tokens += sum(len(r.prompt_ids) for _, r in rows)
-    reusable = _plain_model_cache(model)
-    cache = prefixes if (reusable and prefixes is not None and prefixes.enabled) else None
-    group = _shared_start(model, [r for _, r in rows], cache) if reusable else None
+    cache = prefixes if (plain and prefixes is not None and prefixes.enabled) else None
+    group = _shared_start(model, [r for _, r in rows], cache) if plain else None
     reuse: list[tuple[int, CachedPrefix | None]] = []
     for _, row in rows:
         r, entry = cache.lookup(row.prompt_ids) if cache is not None else (0, None)
@@ -280,7 +280,9 @@ def _prefill_new(model: Any, new: list[tuple[int, Row]], pad_id: int, on_done: O
         reuse.append((r, entry))
     stats.prefix_reused += sum(r for r, _ in reuse)
     batches = []
-    for chunk in _chunks([len(row.prompt_ids) - r for (_, row), (r, _) in zip(rows, reuse)], [r for r, _ in reuse]):
+    chunks = (_chunks([len(row.prompt_ids) - r for (_, row), (r, _) in zip(rows, reuse)], [r for r, _ in reuse])
+              if plain else [list(range(len(rows)))])
+    for chunk in chunks:
         picked = bitmask[[keep[i] for i in chunk]].contiguous()
         batch = _Batch.prefill(model, [rows[i] for i in chunk], [reuse[i] for i in chunk], picked, pad_id)
         if cache is not None:
