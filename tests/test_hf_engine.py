@@ -157,7 +157,7 @@ async def test_free_text_and_length_cut(tiny):
 
 
 async def test_prompt_over_context_raises_clearly_and_engine_keeps_serving(tiny):
-    from localbench.serving.hf_engine import PromptTooLongError
+    from localbench.serving.types import PromptTooLongError
 
     long = [{"role": "user", "content": "privacy " * 2100}]
     n = tiny.count_tokens(long)

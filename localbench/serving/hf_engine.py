@@ -23,8 +23,8 @@ from localbench.serving.hf_decode import DecodeStats, Row, RowOutput, decode
 from localbench.serving.hf_grammar import GRAMMAR_BACKENDS, GrammarBackend, make_grammar_backend
 from localbench.serving.hf_prefix_cache import PrefixCache
 from localbench.serving.presets import Preset, load_preset
-from localbench.serving.types import (  # noqa: F401 - PromptTooLongError: raised here, imported from here
-    EngineError, GenerationRequest, Message, ModelIdentity, PromptTooLongError, RawCompletion, check_prompt_fits,
+from localbench.serving.types import (
+    EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion, check_prompt_fits,
 )
 from localbench.serving.weights import identity_of, materialize
 
