@@ -240,7 +240,9 @@ def _stub(bin_dir: Path, name: str) -> None:
     """A stand-in for a command the scripts call: records argv, cwd, env and signals it gets.
 
     As `localbench` it also plays the task's helpers: `slurm exec` execs the rest, `slurm free-port`
-    prints a port, `slurm wait-url` returns at once, `serve` runs until SIGINT/SIGTERM.
+    prints a port, `serve` runs until SIGINT/SIGTERM, and `slurm wait-url` returns once the stub
+    server on that URL's port has its signal handlers in place (as the real one waits for the
+    server to answer), so a server is never signalled before it can record it.
     """
     bin_dir.mkdir(exist_ok=True)
     f = bin_dir / name
@@ -267,6 +269,14 @@ def on_signal(sig, frame):
 signal.signal(signal.SIGTERM, on_signal)
 if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
     signal.signal(signal.SIGINT, on_signal)
+ready = os.environ["LB_STUB_LOG"] + ".ready."
+if argv[:1] == ["serve"]:
+    open(ready + argv[-1], "w").close()
+if argv[:2] == ["slurm", "wait-url"]:
+    port = argv[2].split("://", 1)[-1].split("/", 1)[0].rsplit(":", 1)[-1]
+    deadline = time.monotonic() + 30
+    while not os.path.exists(ready + port) and time.monotonic() < deadline:
+        time.sleep(0.05)
 if {name!r} == "localbench" and (argv[:1] == ["serve"] or os.environ.get("LB_STUB_SLEEP")):
     time.sleep(float(os.environ.get("LB_STUB_SLEEP", "60")))
 sys.exit(int(os.environ.get("LB_STUB_EXIT", "0")))
