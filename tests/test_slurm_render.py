@@ -260,15 +260,16 @@ if argv[:2] == ["slurm", "free-port"]:  # a new port on each call
 def log(r):
     with open(os.environ["LB_STUB_LOG"], "a") as fh:
         fh.write(json.dumps(r) + "\\n")
-log({{"cmd": {name!r}, "argv": argv, "cwd": os.getcwd(),
-     "env": {{k: os.environ.get(k) for k in ("HF_HOME", "VLLM_CACHE_ROOT", "LOCALBENCH_CACHE", "HF_HUB_OFFLINE",
-                                             "LB_HOSTILE", "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "LB_PORT")}}}})
 def on_signal(sig, frame):
     log({{"cmd": {name!r}, "argv": argv, "signal": sig}})
     sys.exit(143)
 signal.signal(signal.SIGTERM, on_signal)
 if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
     signal.signal(signal.SIGINT, on_signal)
+# the first record is written once signals are handled, so a test that waits for it may signal
+log({{"cmd": {name!r}, "argv": argv, "cwd": os.getcwd(),
+     "env": {{k: os.environ.get(k) for k in ("HF_HOME", "VLLM_CACHE_ROOT", "LOCALBENCH_CACHE", "HF_HUB_OFFLINE",
+                                             "LB_HOSTILE", "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "LB_PORT")}}}})
 ready = os.environ["LB_STUB_LOG"] + ".ready."
 if argv[:1] == ["serve"]:
     open(ready + argv[-1], "w").close()
