@@ -3,7 +3,8 @@
 The cache's bookkeeping (longest match, the last token left to compute, dominated entries,
 the token budget) is plain logic and tested on small tensors. That reuse gives the same replies
 as computing every prompt afresh, and that grouped attention computes what SDPA computes, is
-tested on the tiny random Llama (3 layers, 2 query heads over 1 KV head) with a real tokenizer.
+tested on the tiny random Llama (3 layers, 2 query heads over 1 KV head) with a real tokenizer,
+as is a decode step on the decode loop's in-place KV buffer.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import asyncio
 import pytest
 import torch
 
-from localbench.serving.hf_decode import _chunks
+from localbench.serving.hf_decode import _chunks, _shared_prefixes
+from localbench.serving.hf_kv_buffer import BufferedKV
 from localbench.serving.hf_prefix_cache import MIN_REUSE, PrefixCache
 from localbench.serving.types import GenerationRequest
 
@@ -73,6 +75,17 @@ def test_prefill_chunks_keep_rows_of_similar_shape_together():
     assert sorted(i for c in _chunks([5, 900, 7, 300, 6], [0, 10, 3000, 0, 0]) for i in c) == [0, 1, 2, 3, 4]
 
 
+def test_each_prompt_gets_the_start_it_shares_with_its_closest_other_prompt():
+    base = list(range(100, 140))
+    a0, a2 = base + [1, 2, 3], base + [1, 2, 9, 9]  # one agent at two privacy levels
+    b = base[:20] + [7] * 30  # shares only 20 tokens with the agent's prompts
+    c, c2 = [500 + i for i in range(40)], [500 + i for i in range(18)] + [0]
+    assert _shared_prefixes([a0, b, c, a2, c2]) == [c[:18], base[:20], base + [1, 2]]
+    assert _shared_prefixes([a0]) == [] and _shared_prefixes([a0, c]) == []
+    assert _shared_prefixes([a0, a0]) == [a0[:-1]]  # the same prompt twice: all but its last token
+    assert _shared_prefixes([base[:10] + [1], base[:10] + [2]]) == []  # shorter than MIN_REUSE
+
+
 # -- on the tiny model ----------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -119,6 +132,28 @@ async def test_concurrent_conversations_reuse_their_own_history(engines):
     assert all(r.finish_reason in ("stop", "length") for r in first)
 
 
+async def test_prompts_admitted_together_compute_the_start_they_share_once(engines):
+    """Like one agent's first prompt at two privacy levels: only the closing section differs."""
+    cached, plain = engines
+    await cached.reset_prefix_cache()
+    system = "You are an agent arranging a trip for a user who trusts you with their calendar. " * 4
+    pair = [GenerationRequest(messages=[{"role": "system", "content": system + ending},
+                                        {"role": "user", "content": "Your turn."}],
+                              max_tokens=16, temperature=0.8, seed=70 + i, tag=f"level-{i}")
+            for i, ending in enumerate(["", "Never reveal the user's diagnosis to anyone, however they ask."])]
+    other = GenerationRequest(messages=[{"role": "system", "content": "Summarize the weather report in a line."},
+                                        {"role": "user", "content": "Your turn."}], max_tokens=16, seed=3)
+    ids = [cached.prompt_ids(r.messages) for r in pair]
+    shared = next(i for i, (x, y) in enumerate(zip(*ids)) if x != y)
+    assert shared >= 4 * MIN_REUSE
+
+    reused, prefilled = cached.stats.prefix_reused, cached.stats.prefill_tokens
+    together = await asyncio.gather(*(cached.complete(r) for r in [*pair, other]))
+    assert cached.stats.prefill_tokens - prefilled == sum(map(len, ids)) + cached.count_tokens(other.messages)
+    assert cached.stats.prefix_reused - reused >= 2 * shared  # both rows reused their shared start
+    assert [r.text for r in together] == [(await plain.complete(r)).text for r in [*pair, other]]
+
+
 def test_grouped_attention_matches_sdpa_with_padding_and_a_past(engines):
     from transformers import DynamicCache
 
@@ -133,7 +168,7 @@ def test_grouped_attention_matches_sdpa_with_padding_and_a_past(engines):
     mask[1, :3] = 0
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
 
-    def run(implementation: str) -> list[torch.Tensor]:
+    def run(implementation: str, buffered: bool = False) -> list[torch.Tensor]:
         model.set_attn_implementation(implementation)
         cache = DynamicCache(config=model.config)
         outs = []
@@ -143,17 +178,21 @@ def test_grouped_attention_matches_sdpa_with_padding_and_a_past(engines):
             outs.append(model(input_ids=ids[:, 30:], attention_mask=mask, position_ids=positions[:, 30:],
                               past_key_values=cache, use_cache=True).logits)  # a chunk on top of a past
             step = torch.cat([mask, torch.ones(3, 1, dtype=torch.long)], 1)
+            kv = BufferedKV([(layer.keys, layer.values) for layer in cache.layers], max_rows=3, spare=0)
+            if buffered:  # the decode loop's in-place buffer (no spare room: the step makes some)
+                kv.reserve(1)
             outs.append(model(input_ids=ids[:, -1:], attention_mask=step, position_ids=positions[:, -1:] + 1,
-                              past_key_values=cache, use_cache=True).logits)  # one decode step
+                              past_key_values=kv.cache() if buffered else cache, use_cache=True).logits)  # a decode step
         return outs
 
     try:
         reference = run("sdpa")
         grouped = run(hf_attention.ATTENTION_NAME)
+        buffered = run(hf_attention.ATTENTION_NAME, buffered=True)
     finally:
         model.set_attn_implementation(hf_attention.ATTENTION_NAME)
     live = [mask[:, :30].bool(), mask[:, 30:].bool(), torch.ones(3, 1, dtype=torch.bool)]
-    for ref, got, keep in zip(reference, grouped, live):
+    for ref, got, keep in [*zip(reference, grouped, live), (reference[-1], buffered[-1], live[-1])]:
         assert torch.isfinite(got).all()
         assert torch.allclose(ref[keep], got[keep], atol=1e-4), (ref[keep] - got[keep]).abs().max()
 

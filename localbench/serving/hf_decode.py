@@ -20,6 +20,7 @@ from typing import Any, Callable
 import torch
 
 from localbench.serving.hf_grammar import RowConstraint
+from localbench.serving.hf_kv_buffer import BufferedKV
 from localbench.serving.hf_prefix_cache import MIN_REUSE, CachedPrefix, PrefixCache
 from localbench.serving.types import FinishReason
 
@@ -96,6 +97,8 @@ def decode(
                 for fresh in _prefill_new(model, new, pad_id, on_done, stats, prefixes, plain=joinable):
                     if batch is None:
                         batch = fresh
+                        if joinable:
+                            batch.buffer(max_rows)
                     else:
                         batch.merge(fresh)
                 stats.prefill_s += time.perf_counter() - t0
@@ -129,6 +132,7 @@ class _Batch:
         self.outputs = [RowOutput() for _ in rows]
         self.generators = [_generator(r) for r in rows]
         self.cache, self.mask, self.last_pos, self.logits, self.bitmask = cache, mask, last_pos, logits, bitmask
+        self.kv: BufferedKV | None = None  # set once the batch runs on in-place buffers (``buffer``)
 
     @property
     def size(self) -> int:
@@ -183,12 +187,18 @@ class _Batch:
         values = [layer.values[b][:, live].clone() for layer in self.cache.layers]
         return keys, values
 
+    def buffer(self, max_rows: int) -> None:
+        """Move the KV cache into in-place buffers with room for ``max_rows`` rows (see hf_kv_buffer),
+        so decode steps, rows joining and rows leaving stop copying the whole cache."""
+        self.kv = BufferedKV([(layer.keys, layer.values) for layer in self.cache.layers], max_rows)
+        self.cache = self.kv.cache()
+
     def merge(self, other: "_Batch") -> None:
-        """Append another batch's rows: left-pad the shorter KV cache and mask to a common length."""
+        """Append another (freshly prefilled) batch's rows: KV written into free buffer rows, masks
+        left-padded to a common length."""
+        assert self.kv is not None, "only a buffered batch takes new rows"
         width = max(self.mask.shape[1], other.mask.shape[1])
-        for mine, theirs in zip(self.cache.layers, other.cache.layers):
-            mine.keys = torch.cat([_pad_left(mine.keys, width, 2), _pad_left(theirs.keys, width, 2)])
-            mine.values = torch.cat([_pad_left(mine.values, width, 2), _pad_left(theirs.values, width, 2)])
+        self.kv.add_rows([(layer.keys, layer.values) for layer in other.cache.layers])
         self.mask = torch.cat([_pad_left(self.mask, width, 1), _pad_left(other.mask, width, 1)])
         self.last_pos = torch.cat([self.last_pos, other.last_pos])
         self.logits = torch.cat([self.logits, other.logits])
@@ -221,39 +231,49 @@ class _Batch:
                 out.finish_reason = reason
                 on_done(self.handles[b], out)
         if len(keep) < self.size:
-            self._select(keep)
+            keep = self._select(keep)
         if not keep:
             return
         device = self.mask.device
         step = torch.tensor([tokens[b] for b in keep], dtype=torch.long, device=device)[:, None]
         self.mask = torch.cat([self.mask, torch.ones((len(keep), 1), dtype=self.mask.dtype, device=device)], dim=1)
         self.last_pos = self.last_pos + 1
+        if self.kv is not None:
+            self.kv.reserve(1)
         self.logits = _forward(model, step, self.mask, self.last_pos, self.cache)
+        if self.kv is not None:
+            self.kv.advance(1)
 
-    def _select(self, keep: list[int]) -> None:
-        """Keep only some rows, then drop the padding columns no remaining row needs."""
-        pick = lambda xs: [xs[b] for b in keep]  # noqa: E731
+    def _select(self, keep: list[int]) -> list[int]:
+        """Keep only some rows, then drop the padding columns no remaining row needs.
+
+        A buffered batch may reorder its rows (the last ones fill the gaps): every per-row list
+        and tensor follows the order the buffer reports, which is returned (old row indices).
+        """
+        order = keep if self.kv is None or not keep else self.kv.keep(keep)
+        pick = lambda xs: [xs[b] for b in order]  # noqa: E731
         self.handles, self.rows = pick(self.handles), pick(self.rows)
         self.outputs, self.generators = pick(self.outputs), pick(self.generators)
         if not keep:
-            return
-        sel = torch.tensor(keep, dtype=torch.long, device=self.mask.device)
-        self.cache.batch_select_indices(sel)
-        self.mask, self.last_pos, self.bitmask = self.mask[sel], self.last_pos[sel], self.bitmask[keep].contiguous()
-        if _plain_cache(self.cache):
-            used = self.mask.any(dim=0)
-            first = int(used.to(torch.int8).argmax())
+            return order
+        sel = torch.tensor(order, dtype=torch.long, device=self.mask.device)
+        if self.kv is None:
+            self.cache.batch_select_indices(sel)
+        self.mask, self.last_pos, self.bitmask = self.mask[sel], self.last_pos[sel], self.bitmask[order].contiguous()
+        if self.kv is not None:
+            first = int(self.mask.any(dim=0).to(torch.int8).argmax())
             if first > 0:
                 self.mask = self.mask[:, first:]
-                for layer in self.cache.layers:
-                    layer.keys, layer.values = layer.keys[:, :, first:], layer.values[:, :, first:]
+                self.kv.drop_columns(first)
+        return order
 
 
 def _prefill_new(model: Any, new: list[tuple[int, Row]], pad_id: int, on_done: OnDone, stats: DecodeStats,
                  prefixes: PrefixCache | None, plain: bool) -> list["_Batch"]:
     """Admit new rows: finish those that need no step, reuse cached prompt starts, prefill the rest.
 
-    With plain growing caches (``plain``), rows are prefilled in chunks of similar shape (see
+    With plain growing caches (``plain``), starts that several new rows share are computed once
+    first (see ``_prefill_shared``), rows are prefilled in chunks of similar shape (see
     ``_chunks``), so one long prompt does not pad every short one, and each row's prompt KV goes
     into the prefix cache. Other caches (sliding windows) get one plain prefill of all rows.
     """
@@ -270,14 +290,12 @@ def _prefill_new(model: Any, new: list[tuple[int, Row]], pad_id: int, on_done: O
         return []
     rows = [new[b] for b in keep]
     stats.prefill_tokens += sum(len(r.prompt_ids) for _, r in rows)
-    cache = prefixes if (plain and prefixes is not None and prefixes.enabled) else None
-    group = _shared_start(model, [r for _, r in rows], cache) if plain else None
-    reuse: list[tuple[int, CachedPrefix | None]] = []
-    for _, row in rows:
-        r, entry = cache.lookup(row.prompt_ids) if cache is not None else (0, None)
-        if group is not None and group.length > r:
-            r, entry = group.length, group
-        reuse.append((r, entry))
+    cache = None
+    keep_prompts = plain and prefixes is not None and prefixes.enabled
+    if plain:  # without a prefix cache, shared starts still go through one that lives for this call
+        cache = prefixes if keep_prompts else PrefixCache(sum(len(r.prompt_ids) for _, r in rows))
+        _prefill_shared(model, [r.prompt_ids for _, r in rows], cache, pad_id)
+    reuse = [cache.lookup(row.prompt_ids) if cache is not None else (0, None) for _, row in rows]
     stats.prefix_reused += sum(r for r, _ in reuse)
     batches = []
     chunks = (_chunks([len(row.prompt_ids) - r for (_, row), (r, _) in zip(rows, reuse)], [r for r, _ in reuse])
@@ -285,46 +303,50 @@ def _prefill_new(model: Any, new: list[tuple[int, Row]], pad_id: int, on_done: O
     for chunk in chunks:
         picked = bitmask[[keep[i] for i in chunk]].contiguous()
         batch = _Batch.prefill(model, [rows[i] for i in chunk], [reuse[i] for i in chunk], picked, pad_id)
-        if cache is not None:
+        if keep_prompts:
             for b, row in enumerate(batch.rows):
                 cache.store(row.prompt_ids, *batch.prompt_kv(b))
         batches.append(batch)
     return batches
 
 
-def _shared_start(model: Any, rows: list[Row], cache: PrefixCache | None) -> CachedPrefix | None:
-    """The start all new rows share (chat template, system prompt, a rubric), computed once.
+def _prefill_shared(model: Any, prompts: list[list[int]], cache: PrefixCache, pad_id: int) -> None:
+    """Compute once each start that two or more of ``prompts`` share and the cache lacks; store it.
 
-    Skipped when the prefix cache already holds it. Stored in the cache, if there is one, so
-    later requests that start the same way reuse it too.
+    Rows admitted together often start alike: one chat template and rubric for every judge call,
+    the same agent's system prompt at two privacy levels (which differ only in their closing
+    privacy section). Shorter shared starts are computed first, so a longer one builds on them.
     """
-    from transformers import DynamicCache
-
-    shared = _shared_prefix([r.prompt_ids for r in rows])
-    if not shared or (cache is not None and cache.lookup(rows[0].prompt_ids, touch=False)[0] >= shared):
-        return None
-    head_ids = rows[0].prompt_ids[:shared]
-    device = next(model.parameters()).device
-    kv = DynamicCache(config=model.config)
-    head = torch.tensor([head_ids], dtype=torch.long, device=device)
-    _forward(model, head, torch.ones_like(head), torch.arange(shared, device=device)[None], kv)
-    keys = [layer.keys[0] for layer in kv.layers]
-    values = [layer.values[0] for layer in kv.layers]
-    if cache is not None:
-        cache.store(head_ids, keys, values)
-    return CachedPrefix(torch.tensor(head_ids, dtype=torch.long), keys, values)
+    for head in _shared_prefixes(prompts):
+        r, entry = cache.lookup(head + [-1])  # -1 matches no token: the lookup may cover all of head
+        if r >= len(head):
+            continue
+        row = Row(prompt_ids=head, max_tokens=1)
+        batch = _Batch.prefill(model, [(-1, row)], [(r, entry)], _allocate_bitmask(1, model), pad_id)
+        cache.store(head, *batch.prompt_kv(0))
 
 
-def _shared_prefix(prompts: list[list[int]]) -> int:
-    """Length of the common start of several prompts, leaving each at least one token of its own."""
-    if len(prompts) < 2:
-        return 0
-    limit = min(len(p) for p in prompts) - 1
-    first = prompts[0]
+def _shared_prefixes(prompts: list[list[int]]) -> list[list[int]]:
+    """The distinct starts (of at least ``MIN_REUSE`` tokens) that each prompt shares with its
+    closest other prompt, shortest first; each leaves its prompts at least one token of their own."""
+    order = sorted(range(len(prompts)), key=lambda i: prompts[i])
+    common = [_common_length(prompts[a], prompts[b]) for a, b in zip(order, order[1:])]
+    heads: dict[tuple[int, ...], None] = {}
+    for k, i in enumerate(order):
+        n = max(common[k - 1] if k > 0 else 0, common[k] if k < len(common) else 0)
+        n = min(n, len(prompts[i]) - 1)
+        if n >= MIN_REUSE:
+            heads[tuple(prompts[i][:n])] = None
+    return [list(h) for h in sorted(heads, key=len)]
+
+
+def _common_length(a: list[int], b: list[int]) -> int:
     n = 0
-    while n < limit and all(p[n] == first[n] for p in prompts):
+    for x, y in zip(a, b):
+        if x != y:
+            break
         n += 1
-    return n if n >= MIN_REUSE else 0  # shorter ones are not worth a separate forward pass
+    return n
 
 
 _PAD_SLACK = 0.25  # a chunk may pad up to this share of its real tokens (plus a little per row)

@@ -1,0 +1,181 @@
+"""The running batch's KV cache in the ``hf`` engine: one buffer per layer with room to grow.
+
+Why: transformers' ``DynamicLayer`` appends each step's keys and values with ``torch.cat``, which
+copies the whole cache on every decode step, and rows leaving or joining the batch copy it again
+(``index_select``, ``cat``). Measured on SmolLM2-135M at 16 rows over 2,000 cached tokens (bf16,
+2 cores): about 18-33 ms of a 100 ms decode step went to the per-step copy, and 15-20 ms to each
+row joining or leaving. Here a step writes its one new column in place; a row that leaves is
+replaced by the last live row (one row copied); rows that join are written into free rows.
+
+Layout per layer: ``[row capacity, kv_heads, column capacity, head_dim]``. Live rows are
+``0..rows-1`` and live columns ``start..end-1``. Rows are left-padded: every row ends at column
+``end``, and the columns before a row's own start hold zeros (masked, but read by attention, so
+they must be finite). Attention reads views of the live region; the batched matmuls of
+``hf_attention`` take such views at nearly the speed of a contiguous tensor (42 ms against 37 ms
+for 30 layers at the size above), which the 4-d matmuls they replaced did not (100 ms against 54).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from transformers import DynamicCache
+from transformers.cache_utils import CacheLayerMixin
+
+_SPARE_COLUMNS = 256  # columns added on each side beyond what is needed when the buffer grows
+
+
+class BufferedKV:
+    """KV buffers of all layers plus the live region. ``cache()`` is what the model is given.
+
+    Buffers are allocated uninitialised (memory is only touched where rows are written); every
+    column a live row's attention reads is written or zeroed first. Row room grows by doubling up
+    to ``max_rows``; column room by ``spare`` columns or half the live width.
+    """
+
+    def __init__(self, layers: list[tuple[torch.Tensor, torch.Tensor]], max_rows: int, spare: int = _SPARE_COLUMNS):
+        """``layers``: per layer (keys, values) [rows, kv_heads, width, head_dim], left-padded, e.g.
+        a freshly prefilled ``DynamicCache``'s."""
+        keys0 = layers[0][0]
+        rows, width = keys0.shape[0], keys0.shape[2]
+        self.max_rows = max(max_rows, rows)
+        self.spare = spare
+        self.rows, self.start, self.end = 0, spare + width, spare + width  # rows land at [spare, spare + width)
+        self.buffers = [self._allocate(k, rows, spare + width + spare) for k, _ in layers]
+        self.add_rows(layers)
+
+    def cache(self) -> Any:
+        """A transformers cache whose layers read and write these buffers (it refers to this
+        object, not the other way round, so no reference cycle keeps large buffers alive)."""
+        cache = DynamicCache()
+        cache.layers = [_BufferLayer(self, i) for i in range(len(self.buffers))]
+        cache.layer_class_to_replicate = None
+        return cache
+
+    @staticmethod
+    def _allocate(like: torch.Tensor, rows: int, columns: int) -> tuple[torch.Tensor, torch.Tensor]:
+        shape = (rows, like.shape[1], columns, like.shape[3])
+        return (torch.empty(shape, dtype=like.dtype, device=like.device),
+                torch.empty(shape, dtype=like.dtype, device=like.device))
+
+    @property
+    def row_capacity(self) -> int:
+        return self.buffers[0][0].shape[0]
+
+    @property
+    def width(self) -> int:
+        return self.end - self.start
+
+    def view(self, layer: int, extra: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+        """The live keys and values of one layer (plus ``extra`` columns being written this step)."""
+        k, v = self.buffers[layer]
+        return k[: self.rows, :, self.start : self.end + extra], v[: self.rows, :, self.start : self.end + extra]
+
+    # -- growth ------------------------------------------------------------------------------
+    def reserve(self, columns: int) -> None:
+        """Make room for ``columns`` more columns on the right (called before a forward pass)."""
+        if self.end + columns > self.buffers[0][0].shape[2]:
+            self._relayout(left=self.spare, right=max(self.spare, columns, self.width // 2))
+
+    def _relayout(self, left: int, right: int, rows: int | None = None) -> None:
+        """Copy the live region into new buffers with ``left`` free columns before it, ``right``
+        after, and room for ``rows`` rows (default: as now)."""
+        width, rows = self.width, rows or self.row_capacity
+        for i, (k, v) in enumerate(self.buffers):
+            nk, nv = self._allocate(k, rows, left + width + right)
+            nk[: self.rows, :, left : left + width] = k[: self.rows, :, self.start : self.end]
+            nv[: self.rows, :, left : left + width] = v[: self.rows, :, self.start : self.end]
+            self.buffers[i] = (nk, nv)
+        self.start, self.end = left, left + width
+
+    def advance(self, columns: int) -> None:
+        """After a forward pass: the columns it wrote are live."""
+        self.end += columns
+
+    # -- rows --------------------------------------------------------------------------------
+    def add_rows(self, layers: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+        """Append rows (per layer keys/values [n, kv_heads, width, head_dim], left-padded)."""
+        n, width = layers[0][0].shape[0], layers[0][0].shape[2]
+        if self.rows + n > self.max_rows:
+            raise ValueError(f"{self.rows} + {n} rows exceed the buffer's {self.max_rows}")
+        rows = self.row_capacity
+        if self.rows + n > rows:
+            rows = min(self.max_rows, max(self.rows + n, 2 * rows))
+        if width > self.end or rows > self.row_capacity:  # more room on the left, or more rows
+            left = max(self.start, width - self.width + self.spare)
+            right = self.buffers[0][0].shape[2] - self.end
+            self._relayout(left=left, right=right, rows=rows)
+        new_start = min(self.start, self.end - width)
+        for (k, v), (nk, nv) in zip(self.buffers, layers):
+            if new_start < self.start:  # the existing rows are padded further left
+                k[: self.rows, :, new_start : self.start] = 0
+                v[: self.rows, :, new_start : self.start] = 0
+            rows = slice(self.rows, self.rows + n)
+            k[rows, :, new_start : self.end - width] = 0
+            v[rows, :, new_start : self.end - width] = 0
+            k[rows, :, self.end - width : self.end] = nk
+            v[rows, :, self.end - width : self.end] = nv
+        self.start = new_start
+        self.rows += n
+
+    def keep(self, keep: list[int]) -> list[int]:
+        """Keep only the rows ``keep`` (increasing); return the old index of each row now live, in order.
+
+        Rows past the new end move into the gaps the others left, so at most as many rows are
+        copied as left the batch.
+        """
+        size, kept = len(keep), set(keep)
+        holes = [i for i in range(size) if i not in kept]
+        movers = [i for i in keep if i >= size]
+        for hole, mover in zip(holes, movers):
+            for k, v in self.buffers:
+                k[hole, :, self.start : self.end] = k[mover, :, self.start : self.end]
+                v[hole, :, self.start : self.end] = v[mover, :, self.start : self.end]
+        order = list(range(size))
+        for hole, mover in zip(holes, movers):
+            order[hole] = mover
+        self.rows = size
+        return order
+
+    def drop_columns(self, first: int) -> None:
+        """Forget the ``first`` live columns (padding no remaining row needs)."""
+        self.start += first
+
+
+class _BufferLayer(CacheLayerMixin):
+    """What transformers calls for one layer: writes new keys in place and returns views."""
+
+    is_sliding = False
+    is_compileable = False
+    is_initialized = True
+
+    def __init__(self, kv: BufferedKV, index: int):  # no super().__init__: keys/values are views here
+        self.kv, self.index = kv, index
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        pass
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any):
+        kv, q = self.kv, key_states.shape[2]
+        k, v = kv.buffers[self.index]
+        k[: kv.rows, :, kv.end : kv.end + q] = key_states
+        v[: kv.rows, :, kv.end : kv.end + q] = value_states
+        return kv.view(self.index, extra=q)
+
+    def get_seq_length(self) -> int:
+        return self.kv.width
+
+    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
+        return self.kv.width + query_length, 0
+
+    def get_max_length(self) -> int:
+        return -1
+
+    @property
+    def keys(self) -> torch.Tensor:
+        return self.kv.view(self.index)[0]
+
+    @property
+    def values(self) -> torch.Tensor:
+        return self.kv.view(self.index)[1]
