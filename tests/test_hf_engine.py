@@ -398,3 +398,42 @@ def test_two_level_inverse_cdf_matches_a_full_cumulative_sum():
         got = _inverse_cdf(probs, draws)
         assert torch.equal(got, reference)
         assert not masked[torch.arange(12), got].any()  # a masked token is never drawn
+
+
+# -- a model whose KV cache is not plain (sliding window) ------------------------------------
+
+@pytest.fixture(scope="module")
+def sliding(tiny):
+    """A tiny random Mistral with an 8-token sliding window and the tiny model's tokenizer: its
+    cache layers are sliding windows, so the decode loop runs each batch to its end, with no
+    prefix reuse and no rows joining (the path a Gemma-style model takes)."""
+    import dataclasses
+
+    import torch
+    from transformers import MistralConfig, MistralForCausalLM
+
+    from localbench.serving.hf_decode import _plain_model_cache
+    from localbench.serving.hf_engine import HFBackend
+
+    tok = tiny.tokenizer
+    cfg = MistralConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                        num_attention_heads=2, num_key_value_heads=1, head_dim=32, sliding_window=8,
+                        max_position_embeddings=2048, tie_word_embeddings=True,
+                        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tiny.model.config.pad_token_id)
+    torch.manual_seed(1)
+    model = MistralForCausalLM(cfg).eval()
+    assert not _plain_model_cache(model)
+    identity = dataclasses.replace(tiny.identity, preset="tiny-sliding")
+    return HFBackend(model, tok, identity=identity, max_model_len=2048, max_batch_size=8, batch_wait_ms=20)
+
+
+async def test_a_sliding_window_model_batches_valid_replies_that_do_not_depend_on_the_batch(sliding):
+    bounded = [SPECS[0], SPECS[1], SPECS[2], SPECS[4]]  # Items' integers are unbounded: random weights run on
+    requests = [_req(40 + i, bounded[i % len(bounded)], temperature=0.0 if i % 3 == 0 else 0.8) for i in range(10)]
+    before = len(sliding.batch_sizes)
+    together = await StructuredClient(sliding, max_retries=0).generate_many(requests)
+    assert [r.failure for r in together] == [None] * 10
+    assert max(sliding.batch_sizes[before:]) > 1  # rows shared forward passes
+    assert sliding.stats.prefix_reused == 0 and len(sliding.prefixes) == 0  # nothing reused or kept
+    alone = [await sliding.complete(r) for r in requests[:4]]
+    assert [r.text for r in together[:4]] == [r.text for r in alone]
