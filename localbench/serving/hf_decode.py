@@ -8,7 +8,8 @@ rows share its batch, nor on whether it runs on CPU or GPU (up to the logits' fl
 noise). Temperature 0 is greedy. Finished rows leave the batch (and the KV cache) at once, and
 waiting requests take their places between steps. A prompt that starts like an earlier one (the
 same agent's previous turn, a shared system prompt, a judge's rubric) reuses that start's KV from
-the prefix cache and computes only the rest; rows admitted together compute their common start once.
+the prefix cache and computes only the rest; a start that rows admitted together share is computed
+once. The running batch's KV lives in buffers written in place (hf_kv_buffer).
 """
 
 from __future__ import annotations
@@ -113,14 +114,6 @@ def decode(
             stats.decode_steps += 1
             if batch.size == 0:
                 batch = None
-
-
-def _plain_cache(cache: Any) -> bool:
-    """Rows can join or be trimmed only when every layer is a plain growing KV cache."""
-    from transformers.cache_utils import DynamicLayer
-
-    layers = getattr(cache, "layers", None)
-    return bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
 
 
 class _Batch:
@@ -377,9 +370,13 @@ def _chunks(tails: list[int], pasts: list[int]) -> list[list[int]]:
 
 
 def _plain_model_cache(model: Any) -> bool:
+    """Whether every layer of the model's KV cache is a plain growing one (not a sliding window):
+    only then can rows join a running batch, move into in-place buffers and reuse prompt KV."""
     from transformers import DynamicCache
+    from transformers.cache_utils import DynamicLayer
 
-    return _plain_cache(DynamicCache(config=model.config))
+    layers = DynamicCache(config=model.config).layers
+    return bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
 
 
 def _pad_left(x: torch.Tensor, width: int, dim: int) -> torch.Tensor:
