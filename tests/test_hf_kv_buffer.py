@@ -32,13 +32,20 @@ def _same(kv: BufferedKV, reference: list[tuple[torch.Tensor, torch.Tensor]]) ->
 
 
 def _step(kv: BufferedKV, ref: list[tuple[torch.Tensor, torch.Tensor]], seed: int):
-    """One decode step through the layers' update(), as the model calls it."""
+    """One decode step through the layers' update(), as the model calls it: each returns the live
+    rows over the whole buffer, contiguous, and the step's mask picks exactly the plain cache's
+    columns out of it."""
     kv.reserve(1)
+    mask = kv.attention_mask(torch.ones(kv.rows, kv.width + 1, dtype=torch.long))
     new, cache = _rows(kv.rows, 1, seed), kv.cache()
     for i, (k, v) in enumerate(new):
         got_k, got_v = cache.layers[i].update(k, v)
         ref[i] = (torch.cat([ref[i][0], k], dim=2), torch.cat([ref[i][1], v], dim=2))
-        assert torch.equal(got_k, ref[i][0]) and torch.equal(got_v, ref[i][1])
+        assert got_k.is_contiguous() and got_k.shape[2] == mask.shape[-1] > ref[i][0].shape[2]
+        picked = mask[:, 0, 0]
+        for got, expected in ((got_k, ref[i][0]), (got_v, ref[i][1])):
+            assert torch.equal(got.transpose(1, 2)[picked], expected.transpose(1, 2).reshape(-1, HEADS, DIM))
+            assert torch.isfinite(got).all()  # masked columns are read too
     kv.advance(1)
     return ref
 

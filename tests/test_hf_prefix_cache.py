@@ -179,9 +179,10 @@ def test_grouped_attention_matches_sdpa_with_padding_and_a_past(engines):
                               past_key_values=cache, use_cache=True).logits)  # a chunk on top of a past
             step = torch.cat([mask, torch.ones(3, 1, dtype=torch.long)], 1)
             kv = BufferedKV([(layer.keys, layer.values) for layer in cache.layers], max_rows=3, spare=0)
-            if buffered:  # the decode loop's in-place buffer (no spare room: the step makes some)
+            if buffered:  # the decode loop's in-place buffer (no spare room: the step makes some) and its mask
                 kv.reserve(1)
-            outs.append(model(input_ids=ids[:, -1:], attention_mask=step, position_ids=positions[:, -1:] + 1,
+            outs.append(model(input_ids=ids[:, -1:], attention_mask=kv.attention_mask(step) if buffered else step,
+                              position_ids=positions[:, -1:] + 1,
                               past_key_values=kv.cache() if buffered else cache, use_cache=True).logits)  # a decode step
         return outs
 

@@ -231,9 +231,11 @@ class _Batch:
         step = torch.tensor([tokens[b] for b in keep], dtype=torch.long, device=device)[:, None]
         self.mask = torch.cat([self.mask, torch.ones((len(keep), 1), dtype=self.mask.dtype, device=device)], dim=1)
         self.last_pos = self.last_pos + 1
-        if self.kv is not None:
+        mask = self.mask
+        if self.kv is not None:  # attention reads the whole buffer; the mask picks each row's columns
             self.kv.reserve(1)
-        self.logits = _forward(model, step, self.mask, self.last_pos, self.cache)
+            mask = self.kv.attention_mask(self.mask)
+        self.logits = _forward(model, step, mask, self.last_pos, self.cache)
         if self.kv is not None:
             self.kv.advance(1)
 
