@@ -12,9 +12,10 @@ Layout per layer: ``[row capacity, kv_heads, column capacity, head_dim]``. Live 
 column ``end``. Attention reads the live rows over *all* columns, ``buffer[:rows]``, which is a
 contiguous tensor, and a mask built here (``attention_mask``) hides every column outside a row's
 own. Why not just the live columns: a view of them is strided, and PyTorch's CPU batched matmul
-then copies it internally, slowly. Measured on SmolLM2-135M's shapes (bf16, 2 cores), one
-layer's decode attention at 8 rows over 4,930 cached tokens: 2.9 ms on the view, 0.6 ms on the
-whole buffer (5,400 columns). So the spare columns are kept small, dead columns on the left are
+then copies it internally. Measured in a profile of one SmolLM2-135M decode step
+(bf16, 2 cores, 8 rows over 4,930 cached tokens, 30 layers): 28 ms of batched matmuls plus 31 ms
+of those copies on views, against 46 ms of batched matmuls on the whole buffer (5,400 columns).
+So the spare columns are kept small, dead columns on the left are
 dropped once they are many, and buffers start zero-filled: columns outside a row's own are
 masked (weight exactly 0), but must hold finite numbers, since 0 x NaN is NaN.
 """
