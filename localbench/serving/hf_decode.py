@@ -406,7 +406,7 @@ def _allocate_bitmask(n: int, model: Any) -> torch.Tensor:
 
 
 def _logits_width(model: Any) -> int:
-    return int(model.get_output_embeddings().weight.shape[0])
+    return int(model.get_output_embeddings().out_features)
 
 
 def _forward(model: Any, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: Any) -> torch.Tensor:
