@@ -28,7 +28,7 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import CacheLayerMixin
 
-_SPARE_COLUMNS = 128  # columns added on each side beyond what is needed when the buffer grows
+_SPARE_COLUMNS = 64  # columns added on each side beyond what is needed when the buffer grows
 
 
 class BufferedKV:
