@@ -66,6 +66,9 @@ class Terminal:
     def __init__(self, argv: list[str]):
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # child
+            # A suite started in the background (``cmd &``) inherits SIGINT as ignored, and Python
+            # only turns SIGINT into KeyboardInterrupt when it starts with the default action.
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.execvp(argv[0], argv)
         self.screen = ""
 
