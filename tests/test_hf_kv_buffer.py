@@ -9,6 +9,7 @@ the buffer gives the same text as before is tested on the tiny model in test_hf_
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from localbench.serving.hf_kv_buffer import BufferedKV
@@ -50,7 +51,21 @@ def _step(kv: BufferedKV, ref: list[tuple[torch.Tensor, torch.Tensor]], seed: in
     return ref
 
 
-def test_rows_join_step_and_leave_as_in_a_plain_cache():
+@pytest.fixture(params=["fresh memory", "stale memory"])
+def memory(request, monkeypatch):
+    """Buffers are allocated uninitialised: with "stale memory" every new buffer starts as NaN,
+    so any column attention reads that the buffer did not write or zero shows up as NaN."""
+    if request.param == "stale memory":
+        allocate = BufferedKV._allocate
+
+        def stale(like, rows, columns):
+            return tuple(t.fill_(float("nan")) for t in allocate(like, rows, columns))
+
+        monkeypatch.setattr(BufferedKV, "_allocate", staticmethod(stale))
+    return request.param
+
+
+def test_rows_join_step_and_leave_as_in_a_plain_cache(memory):
     first = _rows(3, 10, seed=0)
     kv = BufferedKV(first, max_rows=6, spare=4)
     ref = [(k.clone(), v.clone()) for k, v in first]

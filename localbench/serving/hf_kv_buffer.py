@@ -16,8 +16,10 @@ then copies it internally. Measured in a profile of one SmolLM2-135M decode step
 (bf16, 2 cores, 8 rows over 4,930 cached tokens, 30 layers): 28 ms of batched matmuls plus 31 ms
 of those copies on views, against 46 ms of batched matmuls on the whole buffer (5,400 columns).
 So the spare columns are kept small, dead columns on the left are
-dropped once they are many, and buffers start zero-filled: columns outside a row's own are
-masked (weight exactly 0), but must hold finite numbers, since 0 x NaN is NaN.
+dropped once they are many, and every column of a live row holds a finite number: columns
+outside a row's own are masked (weight exactly 0), but 0 x NaN is NaN. Buffers are allocated
+uninitialised, so memory is touched only for rows in use; a row's other columns are zeroed when
+it is written in, and the spare columns when the buffer grows.
 """
 
 from __future__ import annotations
@@ -60,8 +62,8 @@ class BufferedKV:
     @staticmethod
     def _allocate(like: torch.Tensor, rows: int, columns: int) -> tuple[torch.Tensor, torch.Tensor]:
         shape = (rows, like.shape[1], columns, like.shape[3])
-        return (torch.zeros(shape, dtype=like.dtype, device=like.device),
-                torch.zeros(shape, dtype=like.dtype, device=like.device))
+        return (torch.empty(shape, dtype=like.dtype, device=like.device),
+                torch.empty(shape, dtype=like.dtype, device=like.device))
 
     @property
     def row_capacity(self) -> int:
@@ -96,8 +98,10 @@ class BufferedKV:
         width, rows = self.width, rows or self.row_capacity
         for i, (k, v) in enumerate(self.buffers):
             nk, nv = self._allocate(k, rows, left + width + right)
-            nk[: self.rows, :, left : left + width] = k[: self.rows, :, self.start : self.end]
-            nv[: self.rows, :, left : left + width] = v[: self.rows, :, self.start : self.end]
+            for new, old in ((nk, k), (nv, v)):
+                new[: self.rows, :, :left] = 0
+                new[: self.rows, :, left : left + width] = old[: self.rows, :, self.start : self.end]
+                new[: self.rows, :, left + width :] = 0
             self.buffers[i] = (nk, nv)
         self.start, self.end = left, left + width
 
@@ -124,8 +128,9 @@ class BufferedKV:
                 k[: self.rows, :, new_start : self.start] = 0
                 v[: self.rows, :, new_start : self.start] = 0
             added = slice(self.rows, self.rows + n)
-            k[added, :, new_start : self.end - width] = 0
-            v[added, :, new_start : self.end - width] = 0
+            for buffer in (k, v):  # a free row may hold anything: every column outside its own is zeroed
+                buffer[added, :, : self.end - width] = 0
+                buffer[added, :, self.end :] = 0
             k[added, :, self.end - width : self.end] = nk
             v[added, :, self.end - width : self.end] = nv
         self.start = new_start
