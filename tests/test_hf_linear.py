@@ -31,7 +31,7 @@ def test_packed_model_gives_the_same_logits(smollm2_dir, dtype):
     if n == 0:
         pytest.skip("this PyTorch build has no oneDNN linear packing")
     layers = model.config.num_hidden_layers
-    assert n == 7 * layers + 1 == hf_linear.describe(model)  # q, k, v, o, gate, up, down per layer + head
+    assert n == 7 * layers + 1 == hf_linear.packed_count(model)  # q, k, v, o, gate, up, down per layer + head
     after, after_step = _logits(model, ids), _logits(model, ids[:1, :1])
     if dtype == torch.bfloat16:  # the same kernels, in another weight layout: bit for bit
         assert torch.equal(before, after) and torch.equal(before_step, after_step)

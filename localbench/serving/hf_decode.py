@@ -402,11 +402,13 @@ def _generator(row: Row) -> torch.Generator | None:
 def _allocate_bitmask(n: int, model: Any) -> torch.Tensor:
     import xgrammar as xgr
 
-    return xgr.allocate_token_bitmask(n, _logits_width(model))
+    return xgr.allocate_token_bitmask(n, logits_width(model))
 
 
-def _logits_width(model: Any) -> int:
-    return int(model.get_output_embeddings().out_features)
+def logits_width(model: Any) -> int:
+    """Width of the model's logits (the output head's rows; its weight may be packed away, see hf_linear)."""
+    head = model.get_output_embeddings()
+    return int(getattr(head, "out_features", None) or head.weight.shape[0])
 
 
 def _forward(model: Any, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: Any) -> torch.Tensor:

@@ -19,7 +19,7 @@ from typing import Any
 
 from localbench.serving import hf_attention, hf_linear, torch_thread
 from localbench.serving.hf_batcher import Feed, MicroBatcher
-from localbench.serving.hf_decode import DecodeStats, Row, RowOutput, decode
+from localbench.serving.hf_decode import DecodeStats, Row, RowOutput, decode, logits_width
 from localbench.serving.hf_grammar import GRAMMAR_BACKENDS, GrammarBackend, make_grammar_backend
 from localbench.serving.hf_prefix_cache import PrefixCache
 from localbench.serving.presets import Preset, load_preset
@@ -121,12 +121,12 @@ class HFBackend:
         self.location = location
         self.stop_ids = _stop_ids(tokenizer, model)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.stop_ids[0]
-        self.vocab_width = int(model.get_output_embeddings().out_features)
+        self.vocab_width = logits_width(model)
         self.grammar: GrammarBackend = make_grammar_backend(grammar, tokenizer, self.vocab_width, self.stop_ids)
         self.grammar_backend = self.grammar.name
         self.requests_served = 0  # complete() calls that reached the model
         self.grouped_attention = hf_attention.install(model)  # CPU decode steps; see hf_attention
-        self.packed_linears = hf_linear.pack_linears(model)  # CPU weights in oneDNN's layout; see hf_linear
+        hf_linear.pack_linears(model)  # CPU weights in oneDNN's layout; see hf_linear
         self.prefixes = PrefixCache(int(prefix_cache_gb * 2**30 / _kv_bytes_per_token(model)))
         self.stats = DecodeStats()  # prompt-processing vs decoding time, for progress and benchmarks
         # The event loop encodes prompts while the worker thread decodes replies; a fast tokenizer
@@ -233,7 +233,7 @@ class HFBackend:
             "batch_wait_ms": round(self._batcher.batch_wait_s * 1000, 3),
             "max_model_len": self.max_model_len,
             "attn_implementation": getattr(self.model.config, "_attn_implementation", None),
-            "packed_linear_layers": self.packed_linears,
+            "packed_linear_layers": hf_linear.packed_count(self.model),
             "prefix_cache_tokens": self.prefixes.max_tokens,
             "torch": torch.__version__,
             "transformers": importlib.metadata.version("transformers"),

@@ -67,6 +67,6 @@ def _available() -> bool:
         return False
 
 
-def describe(model: Any) -> int:
+def packed_count(model: Any) -> int:
     """How many linear layers of ``model`` run on packed weights (recorded with the engine)."""
     return sum(1 for m in model.modules() if getattr(m, "_lb_packed", None) is not None)
