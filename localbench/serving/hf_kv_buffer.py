@@ -88,7 +88,8 @@ class BufferedKV:
     # -- growth ------------------------------------------------------------------------------
     def reserve(self, columns: int) -> None:
         """Make room for ``columns`` more columns on the right (called before a forward pass), and
-        drop the dead columns on the left once there are more of them than spare room."""
+        drop the dead columns on the left (left by rows that finished) once they outnumber twice
+        the spare room plus a quarter of the live width: attention reads them at every step."""
         if self.end + columns > self.buffers[0][0].shape[2] or self.start > 2 * self.spare + self.width // 4:
             self._relayout(left=self.spare, right=max(self.spare, columns, self.width // 4))
 
