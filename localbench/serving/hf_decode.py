@@ -174,10 +174,11 @@ class _Batch:
         return cls([h for h, _ in rows], [row for _, row in rows], cache, mask, positions[:, -1:], logits, bitmask)
 
     def prompt_kv(self, b: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-        """Row b's keys and values for its prompt alone (right after prefill), copied out of the batch."""
+        """Row b's keys and values for its prompt alone (right after prefill), copied out of the batch
+        (indexing with a boolean mask already copies)."""
         live = self.mask[b].bool()
-        keys = [layer.keys[b][:, live].clone() for layer in self.cache.layers]
-        values = [layer.values[b][:, live].clone() for layer in self.cache.layers]
+        keys = [layer.keys[b][:, live] for layer in self.cache.layers]
+        values = [layer.values[b][:, live] for layer in self.cache.layers]
         return keys, values
 
     def buffer(self, max_rows: int) -> None:
