@@ -55,17 +55,10 @@ def grouped_attention(
     v = value.reshape(batch * kv_heads, kv_len, head_dim)
     scores = torch.bmm(k, q.transpose(1, 2)).transpose(1, 2).float().view(batch, kv_heads, group * q_len, kv_len)
     scores = scores * scale
-    if attention_mask is not None:
-        allowed = attention_mask[:, :, None].expand(batch, 1, group, q_len, kv_len).reshape(batch, 1, group * q_len, kv_len)
-    elif q_len > 1:
-        allowed = torch.ones(q_len, kv_len, dtype=torch.bool, device=query.device).tril(kv_len - q_len)
-        allowed = allowed.repeat(group, 1)[None, None]
-    else:
-        allowed = None
-    if allowed is not None:
-        # A finite floor, not -inf: a padding row that may attend to nothing gets a harmless uniform
-        # average instead of NaN (which would spread through its values to later layers).
-        scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
+    bias = _mask_bias(attention_mask, q_len, kv_len, scores.dtype, query.device,
+                      causal=q_len > 1 and (is_causal if is_causal is not None else True))
+    if bias is not None:
+        scores.view(batch, kv_heads, group, q_len, kv_len).add_(bias[:, :, None])
     probs = torch.softmax(scores, dim=-1).to(value.dtype).view(batch * kv_heads, group * q_len, kv_len)
     out = torch.bmm(probs, v).reshape(batch, heads, q_len, head_dim)
     return out.transpose(1, 2).contiguous(), None
