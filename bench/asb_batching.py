@@ -30,8 +30,15 @@ def _spec(args, concurrency: int, out: str):
 
     return load_spec(None, scenarios="builtin", levels=args.levels.split(","), limit=args.limit, out=out,
                      run_id=f"c{concurrency}", no_cache=True, max_tokens=args.max_tokens,
-                     max_rounds={c: args.max_rounds for c in ("CD", "MC", "CU", "GC", "HS", "CM", "AM")},
+                     max_rounds=_round_limits(args.max_rounds),
                      **{"models.agent": args.model, "serving.engine": args.engine, "serving.max_concurrency": concurrency})
+
+
+def _round_limits(value: str) -> dict[str, int]:
+    """``--max-rounds``: one limit for every category, or "default" for each category's own."""
+    if value == "default":
+        return {}
+    return {c: int(value) for c in ("CD", "MC", "CU", "GC", "HS", "CM", "AM")}
 
 
 def _engine_stats(backend) -> dict:
@@ -119,7 +126,8 @@ if __name__ == "__main__":
     p.add_argument("--n", type=int, default=16, help="simulations (scenario × level)")
     p.add_argument("--levels", default="L0,L2")
     p.add_argument("--limit", type=int, default=None, help="scenarios per category")
-    p.add_argument("--max-rounds", type=int, default=4)
+    p.add_argument("--max-rounds", default="4",
+                   help="round limit for every category, or 'default' for the categories' own (10-15)")
     p.add_argument("--max-tokens", type=int, default=120)
     p.add_argument("--engine", default="hf", help="hf or vllm (in-process; prefix caching on)")
     asyncio.run(main(p.parse_args()))
