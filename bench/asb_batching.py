@@ -36,9 +36,11 @@ def _spec(args, concurrency: int, out: str):
 
 def _round_limits(value: str) -> dict[str, int]:
     """``--max-rounds``: one limit for every category, or "default" for each category's own."""
+    from localbench.benchmarks.asb.engine import DEFAULT_MAX_ROUNDS
+
     if value == "default":
         return {}
-    return {c: int(value) for c in ("CD", "MC", "CU", "GC", "HS", "CM", "AM")}
+    return {c: int(value) for c in DEFAULT_MAX_ROUNDS}
 
 
 def _engine_stats(backend) -> dict:
