@@ -53,11 +53,23 @@ def test_prompt_attention_without_a_mask_is_causal():
     assert torch.allclose(got, expected, atol=1e-5)
 
 
-def test_the_mask_bias_is_made_once_per_mask_and_remade_for_a_new_one():
-    _, _, _, allowed = _inputs(torch.float32)
-    first = hf_attention._mask_bias(allowed, 40, 90, torch.float32, allowed.device, causal=True)
-    assert hf_attention._mask_bias(allowed, 40, 90, torch.float32, allowed.device, causal=True) is first
-    other = allowed.clone()
-    other[2] = False
-    second = hf_attention._mask_bias(other, 40, 90, torch.float32, allowed.device, causal=True)
-    assert second is not first and (second[2] < -1e30).all() and (first[2] == 0).any()
+def test_a_boolean_mask_and_its_additive_bias_give_the_same_attention():
+    """The engine hands attention an additive bias (transformers' eager_mask, once per forward
+    pass; the decode buffer's own); other callers may pass a boolean mask."""
+    from transformers.masking_utils import eager_mask
+
+    query, key, value, allowed = _inputs(torch.bfloat16)
+    bias = hf_attention.bias_from_allowed(allowed, torch.bfloat16)
+    assert (bias[allowed] == 0).all() and (bias[~allowed] == torch.finfo(torch.bfloat16).min).all()
+    scale = query.shape[-1] ** -0.5
+    assert torch.equal(hf_attention._prompt_attention(query, key, value, allowed, scale, None),
+                       hf_attention._prompt_attention(query, key, value, bias, scale, None))
+    step = query[:, :, -1:]
+    assert torch.equal(hf_attention.grouped_attention(None, step, key, value, allowed[:, :, -1:])[0],
+                       hf_attention.grouped_attention(None, step, key, value, bias[:, :, -1:])[0])
+    # transformers' own bias for a left-padded causal batch is the same numbers
+    pad = torch.ones(2, 12, dtype=torch.long)
+    pad[0, :4] = 0
+    made = eager_mask(batch_size=2, q_length=12, kv_length=12, attention_mask=pad.bool(), dtype=torch.bfloat16)
+    expected = torch.ones(12, 12, dtype=torch.bool).tril()[None, None] & pad.bool()[:, None, None, :]
+    assert torch.equal(made, hf_attention.bias_from_allowed(expected, torch.bfloat16))

@@ -43,7 +43,7 @@ def _step(kv: BufferedKV, ref: list[tuple[torch.Tensor, torch.Tensor]], seed: in
         got_k, got_v = cache.layers[i].update(k, v)
         ref[i] = (torch.cat([ref[i][0], k], dim=2), torch.cat([ref[i][1], v], dim=2))
         assert got_k.is_contiguous() and got_k.shape[2] == mask.shape[-1] > ref[i][0].shape[2]
-        picked = mask[:, 0, 0]
+        picked = mask[:, 0, 0] == 0  # an additive bias: 0 where attention reads
         for got, expected in ((got_k, ref[i][0]), (got_v, ref[i][1])):
             assert torch.equal(got.transpose(1, 2)[picked], expected.transpose(1, 2).reshape(-1, HEADS, DIM))
             assert torch.isfinite(got).all()  # masked columns are read too

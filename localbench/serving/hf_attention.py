@@ -14,8 +14,12 @@ this engine needs:
   This is the same arithmetic as transformers' ``eager`` attention (scores in the model's
   dtype, softmax accumulated in float32).
 
-Registered with transformers' attention interface under ``ATTENTION_NAME``; the mask is the one
-``sdpa`` gets (boolean, True = attend).
+Registered with transformers' attention interface under ``ATTENTION_NAME``, with transformers' own
+``eager_mask`` as its mask function: every forward pass turns its mask into an additive bias (0 where
+a query may attend, the dtype's lowest finite value where not) once, and every layer adds that bias.
+The lowest value is finite, so a padding row that may attend to nothing averages harmlessly instead
+of turning NaN. The engine's decode steps build their own bias the same way
+(``BufferedKV.attention_mask``).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ def grouped_attention(
     query: torch.Tensor,  # [batch, heads, q_len, head_dim]
     key: torch.Tensor,  # [batch, kv_heads, kv_len, head_dim]
     value: torch.Tensor,
-    attention_mask: torch.Tensor | None,  # [batch, 1, q_len, kv_len] bool, or None (plain causal)
+    attention_mask: torch.Tensor | None,  # [batch, 1, q_len, kv_len] additive bias (or bool), or None (causal)
     dropout: float = 0.0,
     scaling: float | None = None,
     is_causal: bool | None = None,
@@ -55,8 +59,8 @@ def grouped_attention(
     v = value.reshape(batch * kv_heads, kv_len, head_dim)
     scores = torch.bmm(k, q.transpose(1, 2)).transpose(1, 2).float().view(batch, kv_heads, group * q_len, kv_len)
     scores = scores * scale
-    bias = _mask_bias(attention_mask, q_len, kv_len, scores.dtype, query.device,
-                      causal=q_len > 1 and (is_causal if is_causal is not None else True))
+    bias = _as_bias(attention_mask, q_len, kv_len, scores.dtype, query.device,
+                    causal=q_len > 1 and (is_causal if is_causal is not None else True))
     if bias is not None:
         scores.view(batch, kv_heads, group, q_len, kv_len).add_(bias[:, :, None])
     probs = torch.softmax(scores, dim=-1).to(value.dtype).view(batch * kv_heads, group * q_len, kv_len)
@@ -75,8 +79,8 @@ def _prompt_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tenso
     batch, heads, q_len, head_dim = query.shape
     kv_heads, kv_len = key.shape[1], key.shape[2]
     group = heads // kv_heads
-    bias = _mask_bias(attention_mask, q_len, kv_len, query.dtype, query.device,
-                      causal=is_causal if is_causal is not None else True)
+    bias = _as_bias(attention_mask, q_len, kv_len, query.dtype, query.device,
+                    causal=is_causal if is_causal is not None else True)
     q = (query * scale).view(batch, kv_heads, group, q_len, head_dim)
     k = key.reshape(batch * kv_heads, kv_len, head_dim).transpose(1, 2)
     v = value.reshape(batch * kv_heads, kv_len, head_dim)
@@ -92,38 +96,36 @@ def _prompt_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tenso
     return out.view(batch, heads, q_len, head_dim).transpose(1, 2).contiguous()
 
 
-_last_bias: tuple[torch.Tensor | None, tuple, torch.Tensor] | None = None  # (mask, shape, bias) of the last call
+def _as_bias(mask: torch.Tensor | None, q_len: int, kv_len: int, dtype: torch.dtype, device: torch.device,
+             causal: bool) -> torch.Tensor | None:
+    """The mask as an additive bias [batch or 1, 1, q_len, kv_len], or None when nothing is masked.
 
-
-def _mask_bias(mask: torch.Tensor | None, q_len: int, kv_len: int, dtype: torch.dtype, device: torch.device,
-               causal: bool) -> torch.Tensor | None:
-    """The boolean mask as an additive bias [batch or 1, 1, q_len, kv_len]: 0 where a query may
-    attend, the dtype's lowest finite value where not (finite, so a padding row that may attend to
-    nothing averages harmlessly instead of turning NaN). Every layer of a forward pass gets the
-    same mask object, so the bias is made once per pass, not once per layer."""
-    global _last_bias
+    In the engine the mask already is one (made once per forward pass, see the module docstring);
+    a boolean mask (True = attend) or no mask at all, from other callers, is converted here."""
+    if mask is not None and mask.dtype != torch.bool:
+        return mask
     if mask is None and not causal:
         return None
-    shape = (q_len, kv_len, dtype, device)
-    if _last_bias is not None and _last_bias[0] is mask and _last_bias[1] == shape:
-        return _last_bias[2]
     allowed = mask if mask is not None else torch.ones(q_len, kv_len, dtype=torch.bool, device=device).tril(kv_len - q_len)[None, None]
-    bias = torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill_(~allowed, torch.finfo(dtype).min)
-    _last_bias = (mask, shape, bias)
-    return bias
+    return bias_from_allowed(allowed, dtype)
+
+
+def bias_from_allowed(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """0 where ``allowed`` (boolean) is True, the dtype's lowest finite value where it is False."""
+    return torch.zeros(allowed.shape, dtype=dtype, device=allowed.device).masked_fill_(~allowed, torch.finfo(dtype).min)
 
 
 def install(model: Any) -> bool:
     """Switch a CPU model from ``sdpa`` to grouped attention; False (unchanged) when it does not apply."""
     from transformers import AttentionInterface
-    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+    from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
     if getattr(model.config, "_attn_implementation", None) != "sdpa":
         return False
     if next(model.parameters()).device.type != "cpu":
         return False  # CUDA's SDPA kernels take masks and GQA natively; not measured here
     AttentionInterface.register(ATTENTION_NAME, grouped_attention)
-    AttentionMaskInterface.register(ATTENTION_NAME, sdpa_mask)
+    AttentionMaskInterface.register(ATTENTION_NAME, eager_mask)  # an additive bias, made once per pass
     try:
         model.set_attn_implementation(ATTENTION_NAME)
     except (ValueError, AttributeError):
