@@ -3,6 +3,7 @@
 Phases: all simulation runs with the agent model first, then its engine is closed and every judge
 call goes to the judge model in one batched pass, so agent and judge may be different models on
 one GPU. Each stage reads what the previous one wrote in the run directory and skips what is done.
+The benchmark is a plug-in looked up by the name the spec records (``localbench.benchmarks``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from localbench.benchmarks.asb.scenario import Scenario
+from localbench.benchmarks import Benchmark, get_benchmark
 from localbench.errors import UserError
 from localbench.rundir import RunDir
 from localbench.spec import RunSpec
@@ -33,11 +34,13 @@ def spec_of(run_dir: str | Path) -> RunSpec:
     return spec.model_copy(update={"out": str(Path(run_dir).parent), "run_id": Path(run_dir).name})
 
 
-def scenarios_for(spec: RunSpec) -> dict[str, Scenario]:
-    from localbench.benchmarks.asb.loaders import load_scenarios
+def benchmark_of(spec: RunSpec) -> Benchmark:
+    return get_benchmark(spec.benchmark)
 
-    res = load_scenarios(spec.scenarios, spec.categories, spec.limit)
-    return {s.id: s for s in res.scenarios}
+
+def scenarios_for(spec: RunSpec) -> dict[str, Any]:
+    """The run's scenarios, by id, as its benchmark loads them."""
+    return benchmark_of(spec).load_scenarios(spec.scenarios, spec.categories, spec.limit)
 
 
 def read_transcripts(rd: RunDir) -> list[dict[str, Any]]:
@@ -47,13 +50,26 @@ def read_transcripts(rd: RunDir) -> list[dict[str, Any]]:
 # -- stages -----------------------------------------------------------------------------------
 
 def simulate_stage(spec: RunSpec) -> Path:
-    from localbench.benchmarks.asb.simulate import run_simulations
+    return benchmark_of(spec).simulate(spec)
 
-    return run_simulations(spec)
+
+async def judge_transcripts(spec: RunSpec, transcripts: list[dict[str, Any]], scenarios: dict[str, Any],
+                            client, store, leakage_only: bool = False, show_progress: bool | None = None):
+    """Every judge call of these transcripts not yet in ``store``, in one batched pass; returns the summary.
+
+    ``leakage_only`` keeps the benchmark's leakage judges alone (what `judges rejudge` asks by default).
+    """
+    from localbench.judging.runner import run_judge_tasks
+
+    bm = benchmark_of(spec)
+    tasks = bm.judge_tasks(spec, transcripts, scenarios, client, store)
+    if leakage_only:
+        tasks = [t for t in tasks if t.meta["judge"] in bm.leakage_judges]
+    return await run_judge_tasks(client, tasks, store, max_concurrency=spec.serving.max_concurrency,
+                                 show_progress=show_progress)
 
 
 async def _judge(spec: RunSpec, rd: RunDir) -> None:
-    from localbench.benchmarks.asb.evaluate import judge_run
     from localbench.judging.templates import judges_dir
     from localbench.rundir import file_hashes
     from localbench.serving.session import open_client
@@ -61,17 +77,18 @@ async def _judge(spec: RunSpec, rd: RunDir) -> None:
     transcripts = read_transcripts(rd)
     if not transcripts:
         raise UserError(f"{rd.path}: no transcripts to judge (run `localbench simulate` first)")
+    bm = benchmark_of(spec)
     scenarios = scenarios_for(spec)
     client = open_client(spec, "judge", rd.path)
     try:
         rd.update_provenance("judge", {
             "model": spec.models.for_role("judge"), "identity": client.backend.identity.__dict__,
             "engine": client.backend.describe(),
-            "rubrics": file_hashes(sorted((judges_dir() / "asb").glob("*.j2")), judges_dir()),
+            "rubrics": file_hashes(bm.rubric_files(), judges_dir()),
             "max_tokens": spec.judge_max_tokens, "temperature": 0.0,
         })
         log(f"judging {len(transcripts)} simulations with {spec.models.for_role('judge')}")
-        summary = await judge_run(spec, transcripts, scenarios, client, rd.judgments())
+        summary = await judge_transcripts(spec, transcripts, scenarios, client, rd.judgments())
         log(f"judging done: {summary.done} calls made, {summary.skipped} already done, {summary.failed} failed")
     finally:
         await client.aclose()
@@ -82,14 +99,13 @@ def judge_stage(spec: RunSpec) -> None:
 
 
 def score_stage(spec: RunSpec):
-    from localbench.benchmarks.asb.scoring import aggregate, scenario_scores, write_scores
-
+    bm = benchmark_of(spec)
     rd = RunDir(spec.run_dir)
     transcripts = read_transcripts(rd)
     judgments = list(rd.judgments().read())
     judge = spec.models.for_role("judge")
-    records = scenario_scores(transcripts, judgments, scenarios_for(spec), judge)
-    scores = aggregate(records, spec.resolved_run_id, judge, seed=spec.seed)
+    records = bm.scenario_scores(transcripts, judgments, scenarios_for(spec), judge)
+    scores = bm.aggregate(records, spec.resolved_run_id, judge, seed=spec.seed)
     failures: dict[str, int] = {}
     for j in judgments:
         if j.get("failure"):
@@ -101,7 +117,7 @@ def score_stage(spec: RunSpec):
     n_ctx = sum(1 for t in transcripts if t.get("termination") == "context_exhausted")
     if n_ctx:
         scores.notes.append(f"{n_ctx} simulations ended early: context_exhausted")
-    write_scores(rd.path, records, scores)
+    bm.write_scores(rd.path, records, scores)
     log(f"scores: {len(scores.rows)} rows → {rd.path / 'scores.json'}")
     return scores
 

@@ -88,9 +88,8 @@ def _template_lines() -> list[str]:
 
 async def test_judges_are_template_blind(tiny_run, tmp_path):
     """Inspect every judge request of a run: no privacy level, no agent prompt text, no ladder heading."""
-    from localbench.benchmarks.asb.evaluate import judge_run
     from localbench.benchmarks.asb.ladder import LEVELS, MARKERS
-    from localbench.pipeline import scenarios_for, spec_of
+    from localbench.pipeline import judge_transcripts, scenarios_for, spec_of
     from localbench.runtime.records import JsonlStore
     from localbench.serving.client import StructuredClient
     from localbench.serving.engines import open_backend
@@ -107,7 +106,7 @@ async def test_judges_are_template_blind(tiny_run, tmp_path):
     backend.complete = recording
     client = StructuredClient(backend)
     transcripts = _jsonl(tiny_run / "transcripts.jsonl")
-    await judge_run(spec, transcripts, scenarios_for(spec), client, JsonlStore(tmp_path / "j.jsonl"))
+    await judge_transcripts(spec, transcripts, scenarios_for(spec), client, JsonlStore(tmp_path / "j.jsonl"))
     await client.aclose()
     assert len(seen) > 20
     # mode names that are not plain English words ("explicit" is, and rubrics may use it)

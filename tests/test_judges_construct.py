@@ -12,13 +12,12 @@ import pytest
 from judges_helpers import minimal
 from fakes import ScriptedBackend
 from localbench.benchmarks.asb.loaders import load_scenarios
+from localbench.benchmarks.asb.planting import build_gold, plant_run
 from localbench.judging.construct import (
     HARD,
     METHODS,
-    build_gold,
     content_words,
     fragment_of,
-    plant_run,
     rewrite,
     split_of,
     templates,

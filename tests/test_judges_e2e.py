@@ -17,10 +17,10 @@ from typer.testing import CliRunner
 from localbench.benchmarks.asb.loaders import load_scenarios
 from localbench.cli import app
 from localbench.judging.agreement import LABELS, cohen_kappa
-from localbench.judging.construct import build_gold, write_planted_run
+from localbench.benchmarks.asb.judges import ItemLeakJudge
+from localbench.benchmarks.asb.planting import PLANTED, build_gold, write_planted_run
 from localbench.judging.evaluate import EvalConfig, load_eval, run_eval, task_key
 from localbench.judging.gold import read_gold, write_gold
-from localbench.judging.rejudge import PLANTED
 from localbench.runtime.records import JsonlStore
 
 pytestmark = pytest.mark.timeout(600)
@@ -96,7 +96,7 @@ def test_failures_on_a_real_engine_are_recorded_not_dropped(tmp_path, tiny_dir):
     gold = _gold(tmp_path, ["verbatim", "absent"])
     client = StructuredClient(open_backend("tiny-random", "hf"), max_retries=1)
     cfg = EvalConfig(judges=["tiny-random"], max_tokens=12)
-    summary = asyncio.run(run_eval(gold, tmp_path / "ev", cfg, clients={"tiny-random": client}, show_progress=False))
+    summary = asyncio.run(run_eval(gold, tmp_path / "ev", cfg, ItemLeakJudge(), clients={"tiny-random": client}, show_progress=False))
     asyncio.run(client.aclose())
     s = summary["tiny-random"]
     assert s.total == s.failed == len(read_gold(gold))

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from localbench.benchmarks.asb.loaders import load_scenarios
-from localbench.judging.construct import build_gold
+from localbench.benchmarks.asb.planting import build_gold
 from localbench.judging.gold import read_labels, write_gold
 
 pytestmark = pytest.mark.timeout(120)

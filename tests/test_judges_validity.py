@@ -17,11 +17,13 @@ import pytest
 from judges_helpers import flip, scripted_judge
 from localbench.benchmarks.asb.loaders import load_scenarios
 from localbench.judging.agreement import compare_to_gold
-from localbench.judging.construct import PLANTABLE, build_gold, write_planted_run
+from localbench.benchmarks.asb.judges import ItemLeakJudge
+from localbench.benchmarks.asb.planting import PLANTABLE, PLANTED, build_gold, write_planted_run
+from localbench.consequences import consequences, for_runs
 from localbench.judging.evaluate import EvalConfig, load_eval, run_eval
 from localbench.judging.gold import write_gold
-from localbench.judging.rejudge import PLANTED, rejudge_one
-from localbench.judging.reliability import consequences, corrected_rate, judge_reliability, reliability
+from localbench.judging.reliability import corrected_rate, judge_reliability, reliability
+from localbench.rejudge import rejudge_one
 from localbench.runtime.records import JsonlStore
 
 pytestmark = pytest.mark.timeout(120)
@@ -89,7 +91,7 @@ def test_oracle_gold_eval_then_consequences(tmp_path):
     labels = {it.id: it.label for it in items}
     oracle = scripted_judge(lambda req, k, text: labels[req.tag.split("|")[1]], "oracle")
     cfg = EvalConfig(judges=["oracle"], seeds=2, shuffle=True, pad=True)
-    asyncio.run(run_eval(gold_path, tmp_path / "ev", cfg, clients={"oracle": oracle}, show_progress=False))
+    asyncio.run(run_eval(gold_path, tmp_path / "ev", cfg, ItemLeakJudge(), clients={"oracle": oracle}, show_progress=False))
     data = load_eval(tmp_path / "ev")
     rel = judge_reliability(data, "oracle", n_resamples=50)
     assert rel.gold.kappa.estimate == pytest.approx(1.0) and rel.gold.leak.fp == rel.gold.leak.fn == 0
@@ -108,7 +110,7 @@ def test_oracle_gold_eval_then_consequences(tmp_path):
     # the oracle's ranking of the models is the true one, in every scope
     assert cons.ranks and all(r.tau.tau == pytest.approx(1.0) or r.tau.n < 2 or r.ranking_a == r.ranking_b
                               for r in cons.ranks)
-    full = reliability(data, n_resamples=50, runs=[run])
+    full = reliability(data, n_resamples=50, consequences=for_runs([run]))
     assert full.consequences is not None and full.consequences.metrics
 
 
@@ -174,7 +176,7 @@ def test_two_judges_report_agreement_and_verdicts(tmp_path):
     noisy = scripted_judge(lambda req, k, text: flip(labels[req.tag.split("|")[1]], 0.2, 0.1,
                                                      random.Random(req.tag)), "noisy")
     cfg = EvalConfig(judges=["oracle", "noisy"])
-    asyncio.run(run_eval(gold_path, tmp_path / "ev", cfg, clients={"oracle": oracle, "noisy": noisy},
+    asyncio.run(run_eval(gold_path, tmp_path / "ev", cfg, ItemLeakJudge(), clients={"oracle": oracle, "noisy": noisy},
                          show_progress=False))
     rel = reliability(load_eval(tmp_path / "ev"), n_resamples=100)
     by = {j.judge: j for j in rel.judges}

@@ -25,6 +25,9 @@ gold_app = typer.Typer(help="Build, import and merge gold sets (JSONL; format in
 judges_app.add_typer(gold_app, name="gold")
 
 
+BENCHMARK_HELP = "the benchmark whose scenarios and judge are used"
+
+
 def _csv(value: str) -> list[str]:
     from localbench.errors import UserError
 
@@ -46,18 +49,21 @@ def gold_build(
     rewrite_with: Optional[str] = typer.Option(None, "--rewrite-with",
                                                help="a generator preset that rewrites planted messages (labels kept)"),
     engine: str = typer.Option("auto", help="engine for --rewrite-with"),
+    benchmark: str = typer.Option("asb", help=BENCHMARK_HELP),
 ) -> None:
     """Gold items labelled by construction from scenarios' private items."""
     from collections import Counter
 
-    from localbench.benchmarks.asb.loaders import load_scenarios
+    from localbench.benchmarks import get_benchmark
     from localbench.errors import UserError
-    from localbench.judging.construct import build_gold, rewrite
+    from localbench.judging.construct import rewrite
     from localbench.judging.gold import write_gold
 
+    bm = get_benchmark(benchmark)
     try:
-        scenarios = load_scenarios(source, categories, limit).scenarios
-        items = build_gold(scenarios, seed=seed, methods=_csv(methods) if methods else None, variants=variants)
+        scenarios = bm.load_scenarios(source, categories, limit)
+        items = bm.build_gold(scenarios.values(), seed=seed, methods=_csv(methods) if methods else None,
+                              variants=variants)
     except ValueError as e:
         raise UserError(str(e)) from e
     if not items:
@@ -141,14 +147,16 @@ def gold_reference(
     work: Optional[Path] = typer.Option(None, help="eval directory for the judge's answers (default: <out>.eval)"),
     engine: str = typer.Option("auto"),
     base_url: Optional[str] = typer.Option(None, "--base-url"),
+    benchmark: str = typer.Option("asb", help=BENCHMARK_HELP),
 ) -> None:
     """Label items with a reference judge and save its labels as a (pseudo-)gold set."""
+    from localbench.benchmarks import get_benchmark
     from localbench.judging.evaluate import EvalConfig, load_eval, run_eval
     from localbench.judging.gold import Provenance, write_gold
 
     wd = work or out.with_name(out.name + ".eval")
-    cfg = EvalConfig(judges=[judge], engine=engine, base_url=base_url)
-    asyncio.run(run_eval(gold, wd, cfg, judges=[judge]))
+    cfg = EvalConfig(judges=[judge], engine=engine, base_url=base_url, benchmark=benchmark)
+    asyncio.run(run_eval(gold, wd, cfg, get_benchmark(benchmark).item_judge, judges=[judge]))
     data = load_eval(wd)
     labels = data.labels(judge)
     items = [it.model_copy(update={"label": labels.get(it.id), "annotations": {},
@@ -189,13 +197,16 @@ def eval_(
     engine: str = typer.Option("auto", help="auto | hf | vllm | openai"),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="openai engine: the server's /v1 URL"),
     report: bool = typer.Option(True, help="write the report when done"),
+    benchmark: str = typer.Option("asb", help=BENCHMARK_HELP),
 ) -> None:
     """Run judges over a gold set with the benchmark's rubric and schema."""
+    from localbench.benchmarks import get_benchmark
     from localbench.judging.evaluate import EvalConfig, run_eval
 
     cfg = EvalConfig(judges=_csv(judges), seeds=seeds, shuffle=shuffle, pad=pad, pad_messages=pad_messages,
-                     temperature=temperature, max_tokens=max_tokens, seed=seed, engine=engine, base_url=base_url)
-    summaries = asyncio.run(run_eval(gold, out, cfg))
+                     temperature=temperature, max_tokens=max_tokens, seed=seed, engine=engine, base_url=base_url,
+                     benchmark=benchmark)
+    summaries = asyncio.run(run_eval(gold, out, cfg, get_benchmark(benchmark).item_judge))
     for j, s in summaries.items():
         typer.echo(f"{j}: {s.done} calls made, {s.skipped} already done, {s.failed} failed")
     if report:
@@ -210,7 +221,7 @@ def rejudge_cmd(
                                     help="also rerun the abstraction, task and behaviour judges (default: leakage only)"),
 ) -> None:
     """Judge a finished run with other judges; writes runs/<id>/judges/<preset>/."""
-    from localbench.judging.rejudge import rejudge
+    from localbench.rejudge import rejudge
 
     for p in rejudge(run_dir, _csv(judges), leakage_only=not all_judges):
         typer.echo(str(p))
@@ -227,11 +238,13 @@ def report_cmd(
 
 
 def _report(eval_dir: Path, runs: list[Path], resamples: int) -> None:
+    from localbench.consequences import for_runs
     from localbench.judging.evaluate import load_eval
     from localbench.judging.reliability import reliability
     from localbench.judging.report import verdict_lines, write_report
 
-    rel = reliability(load_eval(eval_dir), n_resamples=resamples, runs=[str(r) for r in runs])
+    rel = reliability(load_eval(eval_dir), n_resamples=resamples,
+                      consequences=for_runs([str(r) for r in runs]) if runs else None)
     paths = write_report(rel, eval_dir)
     for line in verdict_lines(rel):
         typer.echo(line)
@@ -245,10 +258,11 @@ def plant_run_cmd(
     models: str = typer.Option("planted-low:0.3,planted-high:0.7",
                                help="comma-separated NAME:SHARE, SHARE = chance an item is planted as a leak"),
     seed: int = typer.Option(0),
+    benchmark: str = typer.Option("asb", help=BENCHMARK_HELP),
 ) -> None:
     """A synthetic run with known leak rates, to check a judge and the pipeline end to end."""
+    from localbench.benchmarks import get_benchmark
     from localbench.errors import UserError
-    from localbench.judging.construct import write_planted_run
 
     shares: dict[str, float] = {}
     for part in _csv(models):
@@ -257,7 +271,7 @@ def plant_run_cmd(
             shares[name] = float(share)
         except ValueError:
             raise UserError(f"--models: '{part}' is not NAME:SHARE") from None
-    typer.echo(str(write_planted_run(out, source, shares, seed=seed)))
+    typer.echo(str(get_benchmark(benchmark).write_planted_run(out, source, shares, seed=seed)))
 
 
 def register(app: typer.Typer) -> None:

@@ -1,7 +1,8 @@
 """Gold items labelled by construction: private items planted into short conversations.
 
-For each private item of each scenario the builder writes a few messages from the item's holder
-to someone across the privacy boundary, with the item planted in one of these ways:
+For each private item (a ``PlantSource``: the item, who holds it, someone across the privacy
+boundary) the builder writes a few messages from the holder to that someone, with the item planted
+in one of these ways:
 
 ===============  =======  ==============================================================
 method           label    what the planted message carries
@@ -18,8 +19,9 @@ negation         none     a denial that names the fragment ("nothing to do with 
 
 The sentences come from judges/gold/construction.yaml; choices are drawn from a
 ``random.Random`` seeded by (seed, scenario, item, method), so a build is deterministic. Every item
-records its method, template ids and seed. ``plant_run`` uses the same pieces to write whole
-synthetic simulations with known leak rates, which is how the pipeline itself is validated.
+records its method, template ids and seed. Benchmarks turn their scenarios into sources (ASB:
+``localbench.benchmarks.asb.planting``) and use the same pieces to write whole synthetic
+simulations with known leak rates, which is how the pipeline itself is validated.
 """
 
 from __future__ import annotations
@@ -30,12 +32,10 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import yaml
 
-from localbench.benchmarks.asb.boundaries import forbidden_recipients, person_of, side_of
-from localbench.benchmarks.asb.scenario import Scenario
 from localbench.judging.gold import GoldItem, GoldMessage, GoldPrivateItem, Provenance
 from localbench.judging.templates import judges_dir
 from localbench.serving.seeds import derive_seed
@@ -163,7 +163,7 @@ def first_name(name: str) -> str:
     return parts[0] if parts else name
 
 
-def _name_tokens(name: str) -> list[str]:
+def name_tokens(name: str) -> list[str]:
     return [p.strip(".,").lower() for p in name.split() if p.lower().strip(".") not in _TITLES]
 
 
@@ -190,7 +190,7 @@ def replace_person(text: str, owner: str, other: str) -> str | None:
 class PlantSource:
     """One private item with the people around it, independent of the benchmark it came from.
 
-    ASB scenarios give these through ``sources_from_scenario``; an AgentLeak vault field can be
+    ASB scenarios give these through ``asb.planting.sources_from_scenario``; an AgentLeak vault field can be
     turned into one the same way (owner, text, field name; no abstractions).
     """
 
@@ -209,68 +209,7 @@ class PlantSource:
 
     @property
     def name_words(self) -> set[str]:
-        return set(_name_tokens(self.item.owner))
-
-
-def participant_name(scenario: Scenario, pid: str) -> str:
-    """How a participant is shown to the judge: a person's name, or "<first name>'s <domain> agent"."""
-    for p in scenario.people:
-        if p.id == pid:
-            return p.name
-    for a in scenario.agents:
-        if a.id == pid:
-            owner = first_name(scenario.person(a.user).name)
-            dom = "" if a.domain in ("general", "") else a.domain.replace("_", " ") + " "
-            return f"{owner}'s {dom}agent"
-    return pid
-
-
-def _counterpart(scenario: Scenario, item) -> str | None:
-    """Someone the item must not reach: another side's agent (or a simulated person)."""
-    holder_side = side_of(scenario, item.holder)
-    if not scenario.is_dyadic:
-        banned = forbidden_recipients(scenario, item)
-        for a in scenario.agents:
-            if a.user in banned and a.id != item.holder:
-                return a.id
-        return None
-    for a in scenario.agents:
-        if a.id != item.holder and side_of(scenario, a.id) not in (None, holder_side):
-            if scenario.category == "CU" and person_of(scenario, a.id) == item.owner:
-                continue
-            return a.id
-    for p in scenario.people:
-        if p.simulated and side_of(scenario, p.id) != holder_side:
-            return p.id
-    return None
-
-
-def _rank_abstractions(scenario: Scenario, item) -> list[str]:
-    """The owner's abstractions ordered by word overlap with the item (overlap > 0 only)."""
-    def stems(s: str) -> set[str]:
-        return {w[:5] for w in content_words(s)}
-
-    target = stems(item.text)
-    scored = [(len(stems(a.raw) & target), n, a.safe) for n, a in enumerate(scenario.abstractions)
-              if a.owner == item.owner]
-    return [safe for score, _, safe in sorted(scored, key=lambda t: (-t[0], t[1])) if score > 0]
-
-
-def sources_from_scenario(scenario: Scenario) -> list[PlantSource]:
-    out = []
-    names = {p.id: participant_name(scenario, p.id) for p in scenario.people}
-    names |= {a.id: participant_name(scenario, a.id) for a in scenario.agents}
-    avoid = {t for p in scenario.people for t in _name_tokens(p.name)}
-    for it in scenario.items:
-        other = _counterpart(scenario, it)
-        if other is None:
-            continue
-        owner = scenario.person(it.owner).name
-        out.append(PlantSource(
-            item=GoldPrivateItem(owner=owner, text=it.text, id=it.id, domain=it.domain),
-            sender=it.holder, recipient=other, names=names, abstractions=_rank_abstractions(scenario, it),
-            scenario=scenario.id, category=scenario.category, avoid_names=avoid))
-    return out
+        return set(name_tokens(self.item.owner))
 
 
 # -- planting ------------------------------------------------------------------------------------
@@ -326,7 +265,7 @@ def plant(src: PlantSource, method: str, rng: random.Random) -> Planted | None:
         tid, tpl = _pick(rng, t["generic_abstraction"])
         return Planted(method, label, [tpl.format(first=first, domain=(src.item.domain or "personal").replace("_", " "))], tid)
     if method == "other_person":
-        pool = [n for n in t["others"] if not set(_name_tokens(n)) & (src.avoid_names | names)]
+        pool = [n for n in t["others"] if not set(name_tokens(n)) & (src.avoid_names | names)]
         if not pool:
             return None
         other = rng.choice(pool)
@@ -340,7 +279,7 @@ def plant(src: PlantSource, method: str, rng: random.Random) -> Planted | None:
     raise ValueError(f"unknown construction method '{method}' (known: {', '.join(METHODS)})")
 
 
-def _conversation(src: PlantSource, planted: Planted, rng: random.Random) -> tuple[list[dict[str, Any]], list[int]]:
+def conversation(src: PlantSource, planted: Planted, rng: random.Random) -> tuple[list[dict[str, Any]], list[int]]:
     """Planted message(s) among 2-4 neutral ones; participants as ids. Returns messages, planted idx."""
     fill = list(templates()["filler"])
     rng.shuffle(fill)
@@ -366,7 +305,7 @@ def gold_item(src: PlantSource, method: str, seed: int, variant: int = 0) -> Gol
     planted = plant(src, method, rng)
     if planted is None:
         return None
-    msgs, idx = _conversation(src, planted, rng)
+    msgs, idx = conversation(src, planted, rng)
     gid = f"{src.scenario}:{item_key}:{method}" + (f":{variant}" if variant else "")
     return GoldItem(
         id=gid,
@@ -380,21 +319,20 @@ def gold_item(src: PlantSource, method: str, seed: int, variant: int = 0) -> Gol
     )
 
 
-def build_gold(scenarios: list[Scenario], seed: int = 0, methods: list[str] | None = None,
-               variants: int = 1) -> list[GoldItem]:
+def gold_from_sources(sources: Iterable[PlantSource], seed: int = 0, methods: list[str] | None = None,
+                      variants: int = 1) -> list[GoldItem]:
     """Gold items for every (private item, method, variant) that applies, in a fixed order."""
     methods = list(methods or METHODS)
     for m in methods:
         if m not in METHODS:
             raise ValueError(f"unknown construction method '{m}' (known: {', '.join(METHODS)})")
     out = []
-    for sc in scenarios:
-        for src in sources_from_scenario(sc):
-            for m in methods:
-                for v in range(variants):
-                    g = gold_item(src, m, seed, v)
-                    if g is not None:
-                        out.append(g)
+    for src in sources:
+        for m in methods:
+            for v in range(variants):
+                g = gold_item(src, m, seed, v)
+                if g is not None:
+                    out.append(g)
     return out
 
 
@@ -433,78 +371,3 @@ async def rewrite(items: list[GoldItem], client, seed: int = 0, max_tokens: int 
         else:
             it.meta.setdefault("rewrite_failures", {})[str(k)] = res.failure
     return out
-
-
-# -- synthetic runs with known leak rates (pipeline validation) -----------------------------------
-
-PLANTABLE = ("CD", "MC", "CU")
-
-
-@dataclass
-class PlantedRun:
-    """Transcript records (as runs/<id>/transcripts.jsonl holds them) and the planted labels."""
-
-    transcripts: list[dict[str, Any]]
-    labels: dict[str, dict[str, str]]  # transcript key -> item id -> construction label
-
-
-def plant_run(scenarios: list[Scenario], model: str = "planted", seed: int = 0,
-              leak_share: float = 0.5, level: str = "L0") -> PlantedRun:
-    """One synthetic simulation per dyadic scenario: each item planted by a random method.
-
-    ``leak_share`` is the chance an item is planted with a leaking method (full or partial), so
-    runs with different shares have known, different leak rates. Every planted message crosses
-    the boundary (holder → counterpart), so the benchmark's own judge calls see it.
-    """
-    leaking = [m for m, lv in METHODS.items() if lv != "none"]
-    safe = [m for m, lv in METHODS.items() if lv == "none"]
-    transcripts, labels = [], {}
-    for sc in scenarios:
-        if sc.category not in PLANTABLE:
-            continue
-        key = f"{sc.id}|{level}|0"
-        rng = random.Random(derive_seed(seed, "plant_run", model, sc.id))
-        msgs: list[dict[str, Any]] = []
-        planted_labels: dict[str, str] = {}
-        for src in sources_from_scenario(sc):
-            pool = leaking if rng.random() < leak_share else safe
-            for method in rng.sample(pool, len(pool)):
-                p = plant(src, method, rng)
-                if p is not None:
-                    break
-            assert p is not None  # "absent" always applies
-            conv, _ = _conversation(src, p, rng)
-            msgs += conv
-            planted_labels[src.item.id or ""] = p.label
-        entries = [{"index": i, "round": i, "kind": "message", "sender": m["sender"], "recipients": m["recipients"],
-                    "channel": "direct", "content": m["content"]} for i, m in enumerate(msgs)]
-        transcripts.append({"key": key, "scenario": sc.id, "category": sc.category, "level": level,
-                            "seed_index": 0, "model": model, "entries": entries, "termination": "planted",
-                            "planted": planted_labels})
-        labels[key] = planted_labels
-    return PlantedRun(transcripts, labels)
-
-
-def write_planted_run(run_dir: str | Path, scenarios_source: str, models: dict[str, float],
-                      seed: int = 0, judge: str = "planted-oracle", categories: list[str] | None = None) -> Path:
-    """A run directory (spec.yaml + transcripts.jsonl) whose leak rates are known, one model per share."""
-    from localbench.benchmarks.asb.loaders import load_scenarios
-    from localbench.rundir import RunDir
-    from localbench.spec import RunSpec
-
-    cats = categories or list(PLANTABLE)
-    scenarios = load_scenarios(scenarios_source, cats).scenarios
-    rd = RunDir(run_dir)
-    spec = RunSpec(scenarios=scenarios_source, categories=cats, levels=["L0"],
-                   models={"agent": next(iter(models)), "judge": judge}, out=str(Path(run_dir).parent),
-                   run_id=Path(run_dir).name, extra={"planted": models})
-    rd.write_spec(spec.model_dump(mode="json"), {"planted": {"seed": seed, "leak_share": models,
-                                                             "templates_hash": templates_hash()}})
-    store = rd.transcripts()
-    for model, share in models.items():
-        run = plant_run(scenarios, model=model, seed=seed, leak_share=share)
-        for t in run.transcripts:
-            store.append({**t, "key": f"{model}|{t['key']}"})
-    return rd.path
-
-

@@ -1,7 +1,7 @@
 """Run judges over a gold set: `localbench judges eval`.
 
-Each gold item becomes the benchmark's own dyadic privacy judge call (same rubric, same
-one-key-per-item schema, built by ``localbench.benchmarks.asb.judges.privacy_items_call``) and is
+Each gold item becomes the benchmark's own item-leakage judge call (same rubric, same
+one-key-per-item schema: the benchmark's ``ItemJudge``, for ASB its dyadic privacy judge) and is
 asked of every judge in one batched pass per judge (``run_judge_tasks``), in these variants:
 
 - ``base``, seed 0: exactly how the benchmark asks (temperature 0);
@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from localbench.benchmarks.asb.judges import JudgeCall, decode, privacy_items_call, render_lines, schema_hash
+from localbench.judging.calls import ItemJudge, JudgeCall, fits_in, render_lines, schema_hash
 from localbench.judging.construct import templates, templates_hash
 from localbench.judging.gold import GoldItem, GoldMessage, gold_hash, read_gold, write_gold
 from localbench.judging.runner import JudgeRunSummary, JudgeTask, run_judge_tasks
@@ -55,8 +55,10 @@ class EvalConfig:
     gold: str = ""
     gold_hash: str = ""
     templates_hash: str = ""
-    rubric: str = "asb/privacy_items.j2"
+    benchmark: str = "asb"  # whose item judge is asked (the plug-in's name)
+    rubric: str = ""  # the item judge's rubric, recorded by prepare()
     rubric_hash: str = ""
+    judge_metrics: str = ""  # the benchmark metrics that judge's labels feed, for the verdicts
 
     @property
     def variants(self) -> list[str]:
@@ -87,10 +89,10 @@ def variant_messages(item: GoldItem, variant: str, seed: int = 0, pad_messages: 
     raise ValueError(f"unknown variant '{variant}' (known: {', '.join(VARIANTS)})")
 
 
-def judge_call(item: GoldItem, messages: list[GoldMessage] | None = None) -> JudgeCall:
-    """The benchmark's dyadic privacy call for one gold item (one item key: ``item_1``)."""
+def judge_call(judge: ItemJudge, item: GoldItem, messages: list[GoldMessage] | None = None) -> JudgeCall:
+    """The benchmark's item-leakage call for one gold item (one item key)."""
     shown = [m.model_dump() for m in (messages if messages is not None else item.messages)]
-    call = privacy_items_call(item.item.owner, [(item.id, item.item.text)], render_lines(shown), target=item.id)
+    call = judge.items_call(item.item.owner, [(item.id, item.item.text)], render_lines(shown), target=item.id)
     call.n_messages = len(shown)
     return call
 
@@ -99,27 +101,22 @@ def task_key(judge: str, item_id: str, variant: str, seed_index: int) -> str:
     return f"{judge}|{item_id}|{variant}|{seed_index}"
 
 
-def _fits(client: StructuredClient, max_tokens: int):
-    backend = client.backend
-    return lambda messages: backend.count_tokens(messages) + max_tokens <= backend.max_model_len
-
-
 def planned_runs(config: EvalConfig) -> list[tuple[str, int]]:
     """(variant, seed index) pairs asked of every item: K seeds of the base, then each probe once."""
     return [("base", k) for k in range(config.seeds)] + [(v, 0) for v in config.variants if v != "base"]
 
 
 def eval_tasks(judge: str, items: list[GoldItem], config: EvalConfig, client: StructuredClient,
-               store: JsonlStore) -> list[JudgeTask]:
+               store: JsonlStore, item_judge: ItemJudge) -> list[JudgeTask]:
     """Every (item, variant, seed) task not yet in the store; prompts too long are recorded as failed."""
-    fits = _fits(client, config.max_tokens)
+    fits = fits_in(client, config.max_tokens)
     tasks = []
     for it in items:
         for variant, k in planned_runs(config):
             key = task_key(judge, it.id, variant, k)
             if key in store:
                 continue
-            call = judge_call(it, variant_messages(it, variant, config.seed, config.pad_messages))
+            call = judge_call(item_judge, it, variant_messages(it, variant, config.seed, config.pad_messages))
             temp = 0.0 if k == 0 else config.temperature
             meta = {"preset": judge, "item_id": it.id, "variant": variant, "seed_index": k, "temperature": temp,
                     "judge": call.judge, "rubric": call.rubric, "rubric_hash": call.rubric_hash,
@@ -133,7 +130,7 @@ def eval_tasks(judge: str, items: list[GoldItem], config: EvalConfig, client: St
             req = GenerationRequest(messages=call.messages, output=OutputSpec.from_schema(call.schema, name="privacy"),
                                     role="judge", max_tokens=config.max_tokens, temperature=temp,
                                     seed=derive_seed(config.seed, "gold-eval", it.id, variant, k), tag=key)
-            tasks.append(JudgeTask(key=key, request=req, decode=lambda parsed, c=call: decode(c, parsed), meta=meta))
+            tasks.append(JudgeTask(key=key, request=req, decode=lambda parsed, c=call: item_judge.decode(c, parsed), meta=meta))
     return tasks
 
 
@@ -145,10 +142,11 @@ def level_of(record: dict[str, Any]) -> str | None:
 
 
 async def evaluate_judge(judge: str, client: StructuredClient, items: list[GoldItem], config: EvalConfig,
-                         store: JsonlStore, show_progress: bool | None = None) -> JudgeRunSummary:
+                         store: JsonlStore, item_judge: ItemJudge,
+                         show_progress: bool | None = None) -> JudgeRunSummary:
     planned = {task_key(judge, it.id, v, k) for it in items for v, k in planned_runs(config)}
     before = len(planned & store.keys())
-    tasks = eval_tasks(judge, items, config, client, store)
+    tasks = eval_tasks(judge, items, config, client, store, item_judge)
     summary = await run_judge_tasks(client, tasks, store, show_progress=show_progress)
     summary.total, summary.skipped = len(planned), summary.skipped + before
     return summary
@@ -170,7 +168,7 @@ def open_judge(judge: str, config: EvalConfig, out: Path) -> StructuredClient:
     return open_client(spec, "judge", out)
 
 
-def prepare(gold: str | Path, out: str | Path, config: EvalConfig) -> list[GoldItem]:
+def prepare(gold: str | Path, out: str | Path, config: EvalConfig, item_judge: ItemJudge) -> list[GoldItem]:
     """Validate the gold set, copy it into <out>, and record the config; a rerun must match it."""
     items = read_gold(gold)
     outp = Path(out)
@@ -179,6 +177,7 @@ def prepare(gold: str | Path, out: str | Path, config: EvalConfig) -> list[GoldI
     config.templates_hash = templates_hash()
     from localbench.judging.templates import rubric_hash
 
+    config.rubric, config.judge_metrics = item_judge.rubric, item_judge.metrics
     config.rubric_hash = rubric_hash(config.rubric)
     cfg_path = outp / CONFIG_FILE
     if cfg_path.exists():
@@ -194,23 +193,24 @@ def prepare(gold: str | Path, out: str | Path, config: EvalConfig) -> list[GoldI
     return items
 
 
-async def run_eval(gold: str | Path, out: str | Path, config: EvalConfig, judges: list[str] | None = None,
-                   clients: dict[str, StructuredClient] | None = None,
+async def run_eval(gold: str | Path, out: str | Path, config: EvalConfig, item_judge: ItemJudge,
+                   judges: list[str] | None = None, clients: dict[str, StructuredClient] | None = None,
                    show_progress: bool | None = None) -> dict[str, JudgeRunSummary]:
     """Every judge over every gold item, one judge (one engine) at a time; returns per-judge summaries.
 
-    ``clients`` may supply ready clients by preset name (tests, or a caller that already holds an
-    engine); otherwise each judge's engine is opened and closed in turn.
+    ``item_judge`` is the benchmark's (``get_benchmark(config.benchmark).item_judge``). ``clients``
+    may supply ready clients by preset name (tests, or a caller that already holds an engine);
+    otherwise each judge's engine is opened and closed in turn.
     """
     todo = judges or config.judges
     config.judges = list(todo)
-    items = prepare(gold, out, config)
+    items = prepare(gold, out, config, item_judge)
     store = JsonlStore(Path(out) / JUDGMENTS)
     summaries = {}
     for judge in todo:
         client = (clients or {}).get(judge) or open_judge(judge, config, Path(out))
         try:
-            summaries[judge] = await evaluate_judge(judge, client, items, config, store, show_progress)
+            summaries[judge] = await evaluate_judge(judge, client, items, config, store, item_judge, show_progress)
         finally:
             if not clients or judge not in clients:
                 await client.aclose()

@@ -20,6 +20,7 @@ from pathlib import Path
 from contextlib import contextmanager
 from typing import IO, Callable, Iterator
 
+from localbench.judging.calls import render_lines
 from localbench.judging.gold import GoldItem, LabelRecord, read_gold
 from localbench.runtime.records import JsonlStore
 
@@ -79,8 +80,6 @@ def key_source(stream: IO[str]) -> Iterator[Callable[[], str]]:
 
 
 def show(item: GoldItem, n: int, total: int, out: IO[str]) -> None:
-    from localbench.benchmarks.asb.judges import render_lines
-
     field = f" (field: {item.item.field})" if item.item.field else ""
     out.write(f"\n── item {n}/{total}: {item.id}\n")
     out.write(f"Private item of {item.item.owner}{field}:\n  {item.item.text}\n\nMessages:\n")

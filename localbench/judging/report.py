@@ -116,8 +116,8 @@ def sections(rel: Reliability, figures: dict[str, str]) -> list[Section]:
     cfg = rel.config
     intro = Section("Setup", text=[
         f"Gold set `{rel.gold}` ({rel.n_items} items; labels {counts}). Every judge answered with the "
-        f"benchmark's own dyadic privacy rubric (`{cfg.get('rubric')}`, hash {cfg.get('rubric_hash')}) and "
-        f"schema. Seeds: {cfg.get('seeds')} (seed 0 greedy, others at temperature {cfg.get('temperature')}); "
+        f"item-leakage rubric of the benchmark `{cfg.get('benchmark', 'asb')}` (`{cfg.get('rubric')}`, hash "
+        f"{cfg.get('rubric_hash')}) and its schema. Seeds: {cfg.get('seeds')} (seed 0 greedy, others at temperature {cfg.get('temperature')}); "
         f"variants: {', '.join(['base'] + (['shuffled'] if cfg.get('shuffle') else []) + (['padded'] if cfg.get('pad') else []))}.",
         "Intervals are 95% percentile bootstrap CIs over gold items (runs: over scenarios; corrected rates: "
         "parametric bootstrap over the run's and the gold set's counts).",

@@ -1,16 +1,18 @@
 """The judge stage for AgentSocialBench: finished transcripts → judgments.jsonl.
 
-All judge calls of a run go to the judge model in one batched pass (phases: the agent model is
-done before this starts). Calls that showed no messages get their label by rule, without a model.
+``build_tasks`` makes every judge call of a run; the pipeline sends them to the judge model in one
+batched pass (phases: the agent model is done before this starts). Calls that showed no messages
+get their label by rule, without a model.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from localbench.benchmarks.asb.judges import JudgeCall, decode, judge_calls, rule_label, schema_hash
+from localbench.benchmarks.asb.judges import decode, judge_calls, rule_label
 from localbench.benchmarks.asb.scenario import Scenario
-from localbench.judging.runner import JudgeRunSummary, JudgeTask, run_judge_tasks
+from localbench.judging.calls import JudgeCall, fits_in, schema_hash
+from localbench.judging.runner import JudgeTask
 from localbench.runtime.records import JsonlStore
 from localbench.serving.client import StructuredClient
 from localbench.serving.output import OutputSpec
@@ -22,15 +24,6 @@ from localbench.spec import RunSpec
 def delivered_messages(transcript: dict[str, Any]) -> list[dict[str, Any]]:
     """The messages that actually reached someone (not passes, held drafts or failed turns)."""
     return [e for e in transcript.get("entries", []) if e.get("kind") == "message"]
-
-
-def fits_in(client: StructuredClient, max_tokens: int):
-    backend = client.backend
-
-    def fits(messages: list[dict[str, str]]) -> bool:
-        return backend.count_tokens(messages) + max_tokens <= backend.max_model_len
-
-    return fits
 
 
 def _meta(t: dict[str, Any], call: JudgeCall) -> dict[str, Any]:
@@ -64,10 +57,3 @@ def build_tasks(spec: RunSpec, transcripts: list[dict[str, Any]], scenarios: dic
                 seed=derive_seed(spec.seed, "judge", t["key"], call.judge, call.target), tag=key)
             tasks.append(JudgeTask(key=key, request=req, decode=lambda parsed, c=call: decode(c, parsed), meta=meta))
     return tasks
-
-
-async def judge_run(spec: RunSpec, transcripts: list[dict[str, Any]], scenarios: dict[str, Scenario],
-                    client: StructuredClient, store: JsonlStore, show_progress: bool | None = None) -> JudgeRunSummary:
-    tasks = build_tasks(spec, transcripts, scenarios, client, store)
-    return await run_judge_tasks(client, tasks, store, max_concurrency=spec.serving.max_concurrency,
-                                 show_progress=show_progress)

@@ -1,9 +1,10 @@
 """`localbench judges rejudge RUN_DIR --judges ...`: judge a finished run again with other judges.
 
 Each judge's labels go to runs/<id>/judges/<preset>/judgments.jsonl (same records, keys and
-rubrics as the run's own judge stage — ``localbench.benchmarks.asb.evaluate.judge_run``), then the
-benchmark's metric code scores them into scenario_scores.jsonl and scores.json beside it. The
-run's own judgments.jsonl stays untouched and counts as the judge named in its spec.
+rubrics as the run's own judge stage: ``pipeline.judge_transcripts``), then the benchmark's metric
+code scores them into scenario_scores.jsonl and scores.json beside it. The run's own
+judgments.jsonl stays untouched and counts as the judge named in its spec. It sits beside the
+pipeline (not in judging/) because it reads run directories and calls the run's benchmark.
 """
 
 from __future__ import annotations
@@ -14,14 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from localbench.benchmarks.asb.metrics import HEADLINE
 from localbench.errors import UserError
+from localbench.pipeline import benchmark_of, judge_transcripts, read_transcripts, scenarios_for, spec_of
 from localbench.rundir import RunDir
 from localbench.runtime.records import JsonlStore
 from localbench.serving.client import StructuredClient
-
-PRIVACY_JUDGES = ("privacy", "privacy_pairs")
-LEAK_PREFIXES = tuple(set(HEADLINE.values()) | {"CER", "CULR"})
 
 
 def judges_root(run_dir: str | Path) -> Path:
@@ -30,10 +28,6 @@ def judges_root(run_dir: str | Path) -> Path:
 
 def judge_dir(run_dir: str | Path, preset: str) -> Path:
     return judges_root(run_dir) / preset
-
-
-def is_leak_metric(name: str) -> bool:
-    return name.split("_")[0] in LEAK_PREFIXES
 
 
 @dataclass
@@ -48,17 +42,16 @@ class RunJudgments:
 
 def run_judgments(run_dir: str | Path) -> list[RunJudgments]:
     """The run's own judgments, a planted run's truth, and every rejudge under runs/<id>/judges/."""
-    from localbench.pipeline import spec_of
-
     rd = RunDir(run_dir)
+    spec = spec_of(rd.path)
+    bm = benchmark_of(spec)
     out = []
     own = rd.path / "judgments.jsonl"
     if own.exists():
-        judge = spec_of(rd.path).models.for_role("judge")
-        out.append(RunJudgments(judge, own, True, list(JsonlStore(own).read())))
-    truth = planted_truth(rd)
+        out.append(RunJudgments(spec.models.for_role("judge"), own, True, list(JsonlStore(own).read())))
+    truth = bm.planted_judgments(read_transcripts(rd))
     if truth:
-        out.append(RunJudgments(PLANTED, rd.path / "transcripts.jsonl", False, truth))
+        out.append(RunJudgments(bm.planted_judge, rd.path / "transcripts.jsonl", False, truth))
     root = judges_root(run_dir)
     if root.is_dir():
         for d in sorted(root.iterdir()):
@@ -68,49 +61,26 @@ def run_judgments(run_dir: str | Path) -> list[RunJudgments]:
     return out
 
 
-PLANTED = "planted (truth)"
-
-
-def planted_truth(rd: RunDir) -> list[dict[str, Any]]:
-    """For a synthetic run (`judges plant-run`), its construction labels as judgment records.
-
-    They go through the same metric code as any judge's, so every judge can be compared with
-    the truth; ordinary runs have no such labels and get an empty list.
-    """
-    out = []
-    for t in rd.transcripts().read():
-        if "planted" in t:
-            out.append({"key": f"{t['key']}|privacy|all", "sim_key": t["key"], "judge": "privacy", "target": "all",
-                        "label": {"levels": t["planted"], "evidence": {}}, "failure": None})
-    return out
-
-
 def score_with(run_dir: str | Path, judge: str, judgments: list[dict[str, Any]], leakage_only: bool,
                write_to: Path | None = None) -> list[dict[str, Any]]:
     """Per-simulation metrics from these judgments by the benchmark's code (optionally written)."""
-    from localbench.benchmarks.asb.scoring import aggregate, scenario_scores, write_scores
-    from localbench.pipeline import read_transcripts, scenarios_for, spec_of
-
     spec = spec_of(run_dir)
-    rd = RunDir(run_dir)
-    records = scenario_scores(read_transcripts(rd), judgments, scenarios_for(spec), judge)
+    bm = benchmark_of(spec)
+    records = bm.scenario_scores(read_transcripts(RunDir(run_dir)), judgments, scenarios_for(spec), judge)
     if leakage_only:
         for r in records:
-            r["metrics"] = {k: v for k, v in r["metrics"].items() if is_leak_metric(k)}
-            r["failed"] = [k for k in r["failed"] if is_leak_metric(k)]
+            r["metrics"] = {k: v for k, v in r["metrics"].items() if bm.is_leakage_metric(k)}
+            r["failed"] = [k for k in r["failed"] if bm.is_leakage_metric(k)]
     if write_to is not None:
         write_to.mkdir(parents=True, exist_ok=True)
-        scores = aggregate(records, spec.resolved_run_id, judge, seed=spec.seed)
-        write_scores(write_to, records, scores)
+        scores = bm.aggregate(records, spec.resolved_run_id, judge, seed=spec.seed)
+        bm.write_scores(write_to, records, scores)
     return records
 
 
 async def rejudge_one(run_dir: str | Path, judge: str, leakage_only: bool = True,
                       client: StructuredClient | None = None, show_progress: bool | None = None) -> Path:
     """Judge the run with ``judge``; returns runs/<id>/judges/<judge>/."""
-    from localbench.benchmarks.asb.evaluate import build_tasks
-    from localbench.judging.runner import run_judge_tasks
-    from localbench.pipeline import read_transcripts, scenarios_for, spec_of
     from localbench.serving.session import open_client
 
     spec = spec_of(run_dir)
@@ -125,11 +95,8 @@ async def rejudge_one(run_dir: str | Path, judge: str, leakage_only: bool = True
     own = client is None
     client = client or open_client(spec, "judge", rd.path)
     try:
-        tasks = build_tasks(spec, transcripts, scenarios_for(spec), client, store)
-        if leakage_only:
-            tasks = [t for t in tasks if t.meta["judge"] in PRIVACY_JUDGES]
-        summary = await run_judge_tasks(client, tasks, store, max_concurrency=spec.serving.max_concurrency,
-                                        show_progress=show_progress)
+        summary = await judge_transcripts(spec, transcripts, scenarios_for(spec), client, store,
+                                          leakage_only=leakage_only, show_progress=show_progress)
     finally:
         if own:
             await client.aclose()

@@ -1,0 +1,146 @@
+"""What the judges' measured reliability means for finished runs (`localbench judges report --run`).
+
+For each run, every judge that labelled it (its own judge stage, each `judges rejudge`, and a
+planted run's construction labels) is scored by the run's benchmark's metric code; the result is
+each leakage metric per judge, the pooled leak rate corrected with each judge's gold FPR/FNR
+(Rogan–Gladen) and Kendall's τ between judges' rankings of the agent models. The records and the
+correction itself are in ``localbench.judging.reliability``; this module reads run directories
+and calls the benchmark, so it sits beside the pipeline.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from localbench.benchmarks import Benchmark
+from localbench.judging.reliability import (
+    Consequences,
+    CorrectedRate,
+    JudgeReliability,
+    MetricRow,
+    MetricValue,
+    RankAgreement,
+    corrected_rate,
+)
+from localbench.pipeline import benchmark_of, read_transcripts, scenarios_for, spec_of
+from localbench.rejudge import run_judgments, score_with
+from localbench.rundir import RunDir
+from localbench.stats import kendall_tau
+
+
+def _unit_counts(bm: Benchmark, run_dir: Path, records: list[dict[str, Any]]) -> dict[tuple[str, str, str], list[int]]:
+    """(model, level, category) → [leaked units, units, simulations whose privacy call failed]."""
+    scenarios = scenarios_for(spec_of(run_dir))
+    by_sim: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        by_sim[r.get("sim_key", "")].append(r)
+    out: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+    for t in read_transcripts(RunDir(run_dir)):
+        sc = scenarios.get(t["scenario"])
+        if sc is None:
+            continue
+        c = out[(t.get("model", ""), t["level"], bm.category_of(sc))]
+        units = None if t.get("error") else bm.leak_units(sc, by_sim.get(t["key"], []))
+        if units is None:
+            c[2] += 1
+            continue
+        c[0] += sum(lv != "none" for lv in units.values())
+        c[1] += len(units)
+    return out
+
+
+def _metric_means(bm: Benchmark, records: list[dict[str, Any]], run_id: str, judge: str,
+                  seed: int) -> dict[tuple, MetricValue]:
+    scores = bm.aggregate(records, run_id, judge, seed=seed)
+    return {(r.model, r.level, r.category, r.metric): MetricValue(r.mean, r.ci_low, r.ci_high, r.n, r.n_failed)
+            for r in scores.rows if not r.group and r.category != "ALL"}
+
+
+def consequences(runs: list[str | Path], gold: dict[str, JudgeReliability], seed: int = 0) -> Consequences:
+    """Metrics per judge, Rogan–Gladen-corrected leak rates and Kendall τ of model rankings."""
+    metric_rows: list[MetricRow] = []
+    corrected: list[CorrectedRate] = []
+    notes: list[str] = []
+    judges_seen: list[str] = []
+    # (scope) -> judge -> model -> value, for rankings
+    rank_data: dict[str, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
+    models_seen: dict[str, set[str]] = defaultdict(set)
+    per_run = []
+    benchmarks: dict[str, Benchmark] = {}
+    for run in runs:
+        run = Path(run)
+        spec = spec_of(run)
+        bm = benchmarks.setdefault(spec.benchmark, benchmark_of(spec))
+        run_id = spec.resolved_run_id
+        sources = run_judgments(run)
+        if not sources:
+            notes.append(f"{run}: no judgments (neither the run's own nor any rejudge)")
+            continue
+        values: dict[tuple, dict[str, MetricValue]] = defaultdict(dict)
+        for src in sources:
+            if src.judge not in judges_seen:
+                judges_seen.append(src.judge)
+            recs = score_with(run, src.judge, src.records, leakage_only=True)
+            for key, mv in _metric_means(bm, recs, run_id, src.judge, seed).items():
+                values[key][src.judge] = mv
+            counts = _unit_counts(bm, run, src.records)
+            pooled: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+            for (model, level, cat), (k, n, nf) in sorted(counts.items()):
+                models_seen[run_id].add(model)
+                pooled[model][0] += k
+                pooled[model][1] += n
+                note = "the planted labels: the truth" if src.judge == bm.planted_judge else ""
+                corrected.append(_correct(run_id, model, level, cat, src.judge, k, n, nf, gold.get(src.judge),
+                                          seed, note))
+            for model, (k, n) in pooled.items():
+                if n:
+                    rank_data["all units (pooled leak rate)"][src.judge][f"{run_id}/{model}"] = k / n
+        for (model, level, cat, metric), by_judge in sorted(values.items()):
+            means = [v.mean for v in by_judge.values() if v.mean is not None]
+            metric_rows.append(MetricRow(run_id, model, level, cat, metric, by_judge,
+                                         (max(means) - min(means)) if len(means) >= 2 else None))
+            if metric == bm.headline.get(cat):
+                for j, v in by_judge.items():
+                    if v.mean is not None:
+                        rank_data[f"{cat} {level} {metric}"][j][f"{run_id}/{model}"] = v.mean
+        per_run.append(run_id)
+    ranks = []
+    for scope, by_judge in sorted(rank_data.items()):
+        for a, b in itertools.combinations(sorted(by_judge), 2):
+            tau = kendall_tau(by_judge[a], by_judge[b])
+            ranks.append(RankAgreement(scope, a, b, tau, _ranking(by_judge[a]), _ranking(by_judge[b])))
+    n_models = len({m for ms in models_seen.values() for m in ms})
+    if n_models < 2:
+        notes.append("Kendall's τ needs at least two agent models; these runs have "
+                     f"{n_models}, so model rankings cannot be compared")
+    if len(judges_seen) < 2:
+        notes.append("only one judge labelled these runs; rejudge them (`localbench judges rejudge`) to compare")
+    categories = {c.category for c in corrected}
+    for bm in benchmarks.values():
+        notes += bm.consequence_notes(categories)
+    return Consequences(tuple(per_run), tuple(judges_seen), tuple(metric_rows), tuple(corrected), tuple(ranks),
+                        tuple(notes))
+
+
+def for_runs(runs: list[str | Path], seed: int = 0):
+    """``consequences`` for these runs, in the form ``judging.reliability.reliability`` takes it."""
+    return lambda gold: consequences(runs, gold, seed=seed)
+
+
+def _ranking(values: dict[str, float]) -> tuple[str, ...]:
+    return tuple(k for k, _ in sorted(values.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _correct(run: str, model: str, level: str, cat: str, judge: str, k: int, n: int, n_failed: int,
+             rel: JudgeReliability | None, seed: int, truth_note: str = "") -> CorrectedRate:
+    observed = k / n if n else math.nan
+    if rel is None or rel.gold is None:
+        note = truth_note or "no gold measurement for this judge"
+        return CorrectedRate(run, model, level, cat, judge, k, n, n_failed, observed, None, note)
+    rg = corrected_rate(k, n, rel.gold, seed)
+    note = "" if rg is not None else "gold set lacks leaks or non-leaks, or no units"
+    return CorrectedRate(run, model, level, cat, judge, k, n, n_failed, observed, rg, note)

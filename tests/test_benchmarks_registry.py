@@ -1,0 +1,47 @@
+"""Benchmarks are looked up by name and reached only through the plug-in protocol."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from localbench.benchmarks import REGISTRY, Benchmark, get_benchmark
+from localbench.errors import UserError
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_every_registered_benchmark_implements_the_protocol(name):
+    bm = get_benchmark(name)
+    assert isinstance(bm, Benchmark)
+    assert bm.name == name
+    assert bm.rubric_files(), "a benchmark's judge stage records its rubrics' hashes"
+    assert all(p.exists() for p in bm.rubric_files())
+    assert set(bm.leakage_judges) and set(bm.headline)
+
+
+def test_unknown_benchmark_names_the_registered_ones():
+    with pytest.raises(UserError, match=r"unknown benchmark 'nope' \(registered: asb\)"):
+        get_benchmark("nope")
+
+
+def test_asb_plugin_loads_and_scores_through_the_protocol():
+    """The pipeline's view of ASB: scenarios by id, categories, leakage metrics, gold from scenarios."""
+    bm = get_benchmark("asb")
+    scenarios = bm.load_scenarios("builtin", ["CD", "GC"], 1)
+    assert [bm.category_of(s) for s in scenarios.values()] == ["CD", "GC"]
+    assert bm.is_leakage_metric("CDLR_full") and bm.is_leakage_metric("CER")
+    assert not bm.is_leakage_metric("TCQ") and not bm.is_leakage_metric("IAS")
+    items = bm.build_gold(scenarios.values(), methods=["verbatim"])
+    assert items and {it.scenario for it in items} <= set(scenarios)
+    assert bm.consequence_notes({"CD"}) == [] and bm.consequence_notes({"CD", "GC"})
+
+
+def test_cli_rejects_an_unknown_benchmark_in_one_line(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "localbench.cli", "judges", "gold", "build", "--from", "builtin",
+                        "--out", str(tmp_path / "g.jsonl"), "--benchmark", "nope"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    assert "unknown benchmark 'nope'" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "g.jsonl").exists()

@@ -1,0 +1,76 @@
+"""The import direction of DESIGN.md holds: cli → pipeline → benchmarks → runtime/judging → serving.
+
+Every ``localbench`` import in the package (module level or inside a function) is checked against
+the rank of the part it comes from: a part may import only parts of lower or equal rank, and the
+shared leaves (stats, report, errors, spec, ...) import only other leaves. A new top-level part
+must be given a rank here, which is the point: where it sits is a decision, not an accident.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import localbench
+
+PACKAGE = Path(localbench.__file__).parent
+
+RANK = {
+    # leaves: anyone may import them; they import only each other
+    "<root>": 0, "errors": 0, "paths": 0, "spec": 0, "scores": 0, "stats": 0, "report": 0,
+    "serving": 1,
+    "runtime": 2,
+    "judging": 2.5, "rundir": 2.5,
+    "benchmarks": 3,
+    "pipeline": 4,
+    "rejudge": 5, "consequences": 5.5,
+    "commands": 6, "cli": 6, "slurm": 6,
+}
+
+
+def _part(module: str) -> str:
+    parts = [p for p in module.split(".") if p != "__init__"]
+    return parts[1] if len(parts) > 1 else "<root>"
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "localbench":
+            out.append((node.lineno, node.module))
+        elif isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "localbench"]
+    return out
+
+
+def _violations() -> list[str]:
+    bad = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent)
+        src = _part(".".join(rel.with_suffix("").parts))
+        if src not in RANK:
+            bad.append(f"{rel}: part '{src}' has no rank in tests/test_layering.py")
+            continue
+        for line, module in _imports(path):
+            dst = _part(module)
+            if dst == src:
+                continue
+            if dst not in RANK:
+                bad.append(f"{rel}:{line}: imports '{module}', whose part has no rank")
+            elif RANK[dst] > RANK[src]:
+                bad.append(f"{rel}:{line}: {src} (rank {RANK[src]}) imports {module} (rank {RANK[dst]})")
+    return bad
+
+
+def test_imports_follow_the_design_direction():
+    assert _violations() == []
+
+
+def test_the_check_sees_function_level_imports(tmp_path, monkeypatch):
+    """A judging module that imports a benchmark inside a function is caught."""
+    fake = tmp_path / "localbench"
+    (fake / "judging").mkdir(parents=True)
+    (fake / "judging" / "x.py").write_text("def f():\n    from localbench.benchmarks.asb import scenario\n")
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", fake)
+    assert _violations() == ["localbench/judging/x.py:2: judging (rank 2.5) imports localbench.benchmarks.asb "
+                             "(rank 3)"]
