@@ -50,7 +50,7 @@ def read_transcripts(rd: RunDir) -> list[dict[str, Any]]:
 # -- stages -----------------------------------------------------------------------------------
 
 def simulate_stage(spec: RunSpec) -> Path:
-    return benchmark_of(spec).simulate(spec)
+    return benchmark_of(spec).simulate(spec).run_dir
 
 
 async def judge_transcripts(spec: RunSpec, transcripts: list[dict[str, Any]], scenarios: dict[str, Any],

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from localbench.judging.gold import GoldItem
     from localbench.judging.runner import JudgeTask
     from localbench.runtime.records import JsonlStore
+    from localbench.runtime.summary import SimulationSummary
     from localbench.scores import Scores
     from localbench.serving.client import StructuredClient
     from localbench.spec import RunSpec
@@ -39,7 +40,7 @@ class Benchmark(Protocol):
 
     def category_of(self, scenario: Any) -> str: ...
 
-    def simulate(self, spec: RunSpec) -> Path: ...
+    def simulate(self, spec: RunSpec, progress: bool | None = None) -> SimulationSummary: ...
 
     def rubric_files(self) -> list[Path]: ...
 

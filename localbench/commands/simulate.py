@@ -27,14 +27,14 @@ def register(app: typer.Typer) -> None:
                  max_tokens: F.MaxTokens = None, concurrency: Concurrency = None, out: F.Out = None,
                  run_id: F.RunId = None, no_cache: F.NoCache = False, progress: ShowProgress = None) -> None:
         """Simulate every (scenario × level × seed) and append each finished one to transcripts.jsonl."""
-        from localbench.benchmarks.asb.simulate import simulate as run
+        from localbench.benchmarks import get_benchmark
 
         spec = F.spec_from_flags(
             spec_file, scenarios=scenarios, categories=categories, levels=levels, agent=agent, user_sim=user_sim,
             engine=engine, base_url=base_url, limit=limit, seeds=seeds, seed=seed, max_rounds=max_rounds,
             max_tokens=max_tokens, out=out, run_id=run_id, no_cache=no_cache, benchmark=benchmark,
             **{"serving.max_concurrency": concurrency})
-        summary = run(spec, progress=progress)
+        summary = get_benchmark(spec.benchmark).simulate(spec, progress=progress)
         typer.echo(summary.line())
         typer.echo(f"transcripts: {summary.transcripts}")
         if summary.engine_errors:

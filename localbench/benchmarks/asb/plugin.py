@@ -34,10 +34,10 @@ class AgentSocialBench:
     def category_of(self, scenario: Any) -> str:
         return scenario.category
 
-    def simulate(self, spec) -> Path:
-        from localbench.benchmarks.asb.simulate import run_simulations
+    def simulate(self, spec, progress: bool | None = None):
+        from localbench.benchmarks.asb.simulate import simulate
 
-        return run_simulations(spec)
+        return simulate(spec, progress=progress)
 
     def rubric_files(self) -> list[Path]:
         from localbench.judging.templates import judges_dir

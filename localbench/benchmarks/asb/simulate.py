@@ -18,7 +18,7 @@ import asyncio
 import json
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -34,6 +34,7 @@ from localbench.benchmarks.asb.scenario import CATEGORY_NAMES, Scenario
 from localbench.rundir import RunDir
 from localbench.runtime.records import JsonlStore
 from localbench.runtime.scheduler import Job, JobError, run_jobs
+from localbench.runtime.summary import SimulationSummary
 from localbench.serving.cache import ResponseCache
 from localbench.serving.client import StructuredClient
 from localbench.serving.types import EngineError
@@ -164,40 +165,6 @@ def _write_spec(rd: RunDir, spec: RunSpec, section: dict[str, Any]) -> None:
 
 
 # -- running -----------------------------------------------------------------------------------
-@dataclass
-class SimulationSummary:
-    """What a simulate call did (this call only, except ``total``/``already_done``)."""
-
-    run_dir: Path
-    total: int = 0
-    already_done: int = 0
-    done: int = 0
-    errors: int = 0  # simulations recorded with an error
-    engine_errors: int = 0  # not recorded; they run again next time
-    failed_turns: int = 0
-    context_cuts: int = 0
-    context_exhausted: int = 0
-    terminations: dict[str, int] = field(default_factory=dict)
-    wall_s: float = 0.0
-
-    @property
-    def transcripts(self) -> Path:
-        return self.run_dir / "transcripts.jsonl"
-
-    @property
-    def complete(self) -> bool:
-        return self.already_done + self.done + self.errors == self.total
-
-    def line(self) -> str:
-        ends = ", ".join(f"{k} {v}" for k, v in sorted(self.terminations.items())) or "none"
-        out = (f"{self.total} simulations: {self.done} run now, {self.already_done} already done, "
-               f"{self.errors} with errors; {self.failed_turns} failed turns, {self.context_cuts} context cuts, "
-               f"{self.context_exhausted} context_exhausted; endings: {ends} ({self.wall_s:.1f} s)")
-        if self.engine_errors:
-            out += f"; {self.engine_errors} stopped by engine errors (rerun to retry; see sim_errors.jsonl)"
-        return out
-
-
 def error_record(task: SimTask, clients: SimClients, err: JobError) -> dict[str, Any]:
     s = task.scenario
     return {"key": task.key, "scenario": s.id, "category": s.category, "subtype": s.subtype,
@@ -281,8 +248,3 @@ def simulate(spec: RunSpec, *, progress: bool | None = None) -> SimulationSummar
             await clients.aclose()
 
     return asyncio.run(go())
-
-
-def run_simulations(spec: RunSpec) -> Path:
-    """The pipeline's simulate stage: returns the run directory."""
-    return simulate(spec).run_dir

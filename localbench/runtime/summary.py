@@ -1,0 +1,40 @@
+"""What one simulate call did, in the same terms for every benchmark (the CLI prints ``line()``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class SimulationSummary:
+    """What a simulate call did (this call only, except ``total``/``already_done``)."""
+
+    run_dir: Path
+    total: int = 0
+    already_done: int = 0
+    done: int = 0
+    errors: int = 0  # simulations recorded with an error
+    engine_errors: int = 0  # not recorded; they run again next time
+    failed_turns: int = 0
+    context_cuts: int = 0
+    context_exhausted: int = 0
+    terminations: dict[str, int] = field(default_factory=dict)
+    wall_s: float = 0.0
+
+    @property
+    def transcripts(self) -> Path:
+        return self.run_dir / "transcripts.jsonl"
+
+    @property
+    def complete(self) -> bool:
+        return self.already_done + self.done + self.errors == self.total
+
+    def line(self) -> str:
+        ends = ", ".join(f"{k} {v}" for k, v in sorted(self.terminations.items())) or "none"
+        out = (f"{self.total} simulations: {self.done} run now, {self.already_done} already done, "
+               f"{self.errors} with errors; {self.failed_turns} failed turns, {self.context_cuts} context cuts, "
+               f"{self.context_exhausted} context_exhausted; endings: {ends} ({self.wall_s:.1f} s)")
+        if self.engine_errors:
+            out += f"; {self.engine_errors} stopped by engine errors (rerun to retry; see sim_errors.jsonl)"
+        return out
