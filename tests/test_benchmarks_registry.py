@@ -45,3 +45,18 @@ def test_cli_rejects_an_unknown_benchmark_in_one_line(tmp_path):
     assert r.returncode != 0
     assert "unknown benchmark 'nope'" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "g.jsonl").exists()
+
+
+def test_an_eval_directory_keeps_to_one_benchmarks_judge(tmp_path):
+    """Answers of two benchmarks' judges never mix in one eval directory; the rubric is recorded."""
+    from localbench.judging.evaluate import EvalConfig, prepare
+    from localbench.judging.gold import write_gold
+
+    bm = get_benchmark("asb")
+    gold = tmp_path / "gold.jsonl"
+    write_gold(gold, bm.build_gold(bm.load_scenarios("builtin", ["CD"], 1).values(), methods=["verbatim"]))
+    cfg = EvalConfig(judges=["a"])
+    prepare(gold, tmp_path / "ev", cfg, bm.item_judge)
+    assert (cfg.benchmark, cfg.rubric, cfg.judge_metrics) == ("asb", bm.item_judge.rubric, bm.item_judge.metrics)
+    with pytest.raises(UserError, match="'asb' benchmark's judge, not 'other'"):
+        prepare(gold, tmp_path / "ev", EvalConfig(judges=["a"], benchmark="other"), bm.item_judge)

@@ -130,7 +130,8 @@ def eval_tasks(judge: str, items: list[GoldItem], config: EvalConfig, client: St
             req = GenerationRequest(messages=call.messages, output=OutputSpec.from_schema(call.schema, name="privacy"),
                                     role="judge", max_tokens=config.max_tokens, temperature=temp,
                                     seed=derive_seed(config.seed, "gold-eval", it.id, variant, k), tag=key)
-            tasks.append(JudgeTask(key=key, request=req, decode=lambda parsed, c=call: item_judge.decode(c, parsed), meta=meta))
+            tasks.append(JudgeTask(key=key, request=req, meta=meta,
+                                   decode=lambda parsed, c=call: item_judge.decode(c, parsed)))
     return tasks
 
 
@@ -181,12 +182,15 @@ def prepare(gold: str | Path, out: str | Path, config: EvalConfig, item_judge: I
     config.rubric_hash = rubric_hash(config.rubric)
     cfg_path = outp / CONFIG_FILE
     if cfg_path.exists():
+        from localbench.errors import UserError
+
         old = json.loads(cfg_path.read_text())
         if old.get("gold_hash") != config.gold_hash:
-            from localbench.errors import UserError
-
             raise UserError(f"{out}: this eval directory holds results for another gold set "
                             f"({old.get('gold')}); use a new --out")
+        if old.get("benchmark", "asb") != config.benchmark:
+            raise UserError(f"{out}: this eval directory holds answers to the '{old.get('benchmark', 'asb')}' "
+                            f"benchmark's judge, not '{config.benchmark}'; use a new --out")
         config.judges = list(dict.fromkeys(old.get("judges", []) + config.judges))
     cfg_path.write_text(json.dumps(asdict(config), indent=2))
     write_gold(outp / GOLD_COPY, items)
