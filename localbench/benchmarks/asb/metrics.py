@@ -26,10 +26,9 @@ from typing import Any
 from localbench.benchmarks.asb.boundaries import forbidden_recipients, item_is_self_held
 from localbench.benchmarks.asb.judges import NEGATIVE
 from localbench.benchmarks.asb.scenario import Scenario
+from localbench.report.metrics import HEADLINE
 
 RANK = {"none": 0, "partial": 1, "full": 2}
-HEADLINE = {"CD": "CDLR", "MC": "MLR", "CU": "CULR", "GC": "MPLR", "HS": "HALR", "CM": "CSLR", "AM": "ACS"}
-HIGHER_IS_BETTER = {"ACS", "IAS", "TCQ", "Task%", "POS"}
 
 
 @dataclass

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from localbench.benchmarks.asb.judges import ItemLeakJudge
-from localbench.benchmarks.asb.metrics import HEADLINE
 from localbench.benchmarks.asb.planting import PLANTABLE, PLANTED
+from localbench.report.metrics import HEADLINE
 
 # Metrics computed from the leakage judges' labels (what `judges rejudge` recomputes by default):
 # the headline rate of each category, its _full/_partial/_worst splits, and CM's extraction rate.

@@ -15,8 +15,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable
 
-from localbench.benchmarks.asb.metrics import HEADLINE, HIGHER_IS_BETTER, simulation_metrics
+from localbench.benchmarks.asb.metrics import simulation_metrics
 from localbench.benchmarks.asb.scenario import Scenario
+from localbench.report.metrics import HEADLINE, HIGHER_IS_BETTER
 from localbench.scores import PairedComparison, ScoreRow, Scores
 from localbench.stats import bootstrap_ci, paired_bootstrap_test
 
