@@ -190,8 +190,8 @@ def replace_person(text: str, owner: str, other: str) -> str | None:
 class PlantSource:
     """One private item with the people around it, independent of the benchmark it came from.
 
-    ASB scenarios give these through ``asb.planting.sources_from_scenario``; an AgentLeak vault field can be
-    turned into one the same way (owner, text, field name; no abstractions).
+    ASB scenarios give these through ``asb.planting.sources_from_scenario``; an AgentLeak vault
+    field can be turned into one the same way (owner, text, field name; no abstractions).
     """
 
     item: GoldPrivateItem
