@@ -190,10 +190,12 @@ def test_grouped_attention_matches_sdpa_with_padding_and_a_past(engines):
         reference = run("sdpa")
         grouped = run(hf_attention.ATTENTION_NAME)
         buffered = run(hf_attention.ATTENTION_NAME, buffered=True)
+        sdpa_buffered = run("sdpa", buffered=True)  # what a CUDA engine does: SDPA over the buffer and its bias
     finally:
         model.set_attn_implementation(hf_attention.ATTENTION_NAME)
     live = [mask[:, :30].bool(), mask[:, 30:].bool(), torch.ones(3, 1, dtype=torch.bool)]
-    for ref, got, keep in [*zip(reference, grouped, live), (reference[-1], buffered[-1], live[-1])]:
+    for ref, got, keep in [*zip(reference, grouped, live), (reference[-1], buffered[-1], live[-1]),
+                           (reference[-1], sdpa_buffered[-1], live[-1])]:
         assert torch.isfinite(got).all()
         assert torch.allclose(ref[keep], got[keep], atol=1e-4), (ref[keep] - got[keep]).abs().max()
 
