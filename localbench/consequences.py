@@ -26,21 +26,19 @@ from localbench.judging.reliability import (
     RankAgreement,
     corrected_rate,
 )
-from localbench.pipeline import benchmark_of, read_transcripts, scenarios_for, spec_of
-from localbench.rejudge import run_judgments, score_with
-from localbench.rundir import RunDir
+from localbench.rejudge import LoadedRun, run_judgments
 from localbench.stats import kendall_tau
 
 
-def _unit_counts(bm: Benchmark, run_dir: Path, records: list[dict[str, Any]]) -> dict[tuple[str, str, str], list[int]]:
+def _unit_counts(run: LoadedRun, records: list[dict[str, Any]]) -> dict[tuple[str, str, str], list[int]]:
     """(model, level, category) → [leaked units, units, simulations whose privacy call failed]."""
-    scenarios = scenarios_for(spec_of(run_dir))
+    bm = run.benchmark
     by_sim: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in records:
         by_sim[r.get("sim_key", "")].append(r)
     out: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
-    for t in read_transcripts(RunDir(run_dir)):
-        sc = scenarios.get(t["scenario"])
+    for t in run.transcripts:
+        sc = run.scenarios.get(t["scenario"])
         if sc is None:
             continue
         c = out[(t.get("model", ""), t["level"], bm.category_of(sc))]
@@ -71,23 +69,22 @@ def consequences(runs: list[str | Path], gold: dict[str, JudgeReliability], seed
     models_seen: dict[str, set[str]] = defaultdict(set)
     per_run = []
     benchmarks: dict[str, Benchmark] = {}
-    for run in runs:
-        run = Path(run)
-        spec = spec_of(run)
-        bm = benchmarks.setdefault(spec.benchmark, benchmark_of(spec))
-        run_id = spec.resolved_run_id
+    for run_dir in runs:
+        run = LoadedRun.read(run_dir)
         sources = run_judgments(run)
         if not sources:
-            notes.append(f"{run}: no judgments (neither the run's own nor any rejudge)")
+            notes.append(f"{run_dir}: no judgments (neither the run's own nor any rejudge)")
             continue
+        bm = benchmarks.setdefault(run.spec.benchmark, run.benchmark)
+        run_id = run.spec.resolved_run_id
         values: dict[tuple, dict[str, MetricValue]] = defaultdict(dict)
         for src in sources:
             if src.judge not in judges_seen:
                 judges_seen.append(src.judge)
-            recs = score_with(run, src.judge, src.records, leakage_only=True)
+            recs = run.score(src.judge, src.records, leakage_only=True)
             for key, mv in _metric_means(bm, recs, run_id, src.judge, seed).items():
                 values[key][src.judge] = mv
-            counts = _unit_counts(bm, run, src.records)
+            counts = _unit_counts(run, src.records)
             pooled: dict[str, list[int]] = defaultdict(lambda: [0, 0])
             for (model, level, cat), (k, n, nf) in sorted(counts.items()):
                 models_seen[run_id].add(model)

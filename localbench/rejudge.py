@@ -40,19 +40,43 @@ class RunJudgments:
     records: list[dict[str, Any]]
 
 
-def run_judgments(run_dir: str | Path) -> list[RunJudgments]:
+@dataclass
+class LoadedRun:
+    """A finished run's spec, benchmark, transcripts and scenarios, read once for scoring it many times."""
+
+    path: Path
+    spec: Any
+    benchmark: Any
+    transcripts: list[dict[str, Any]]
+    scenarios: dict[str, Any]
+
+    @classmethod
+    def read(cls, run_dir: str | Path) -> "LoadedRun":
+        spec = spec_of(run_dir)
+        return cls(Path(run_dir), spec, benchmark_of(spec), read_transcripts(RunDir(run_dir)), scenarios_for(spec))
+
+    def score(self, judge: str, judgments: list[dict[str, Any]], leakage_only: bool) -> list[dict[str, Any]]:
+        """Per-simulation metrics from these judgments by the benchmark's code."""
+        bm = self.benchmark
+        records = bm.scenario_scores(self.transcripts, judgments, self.scenarios, judge)
+        if leakage_only:
+            for r in records:
+                r["metrics"] = {k: v for k, v in r["metrics"].items() if bm.is_leakage_metric(k)}
+                r["failed"] = [k for k in r["failed"] if bm.is_leakage_metric(k)]
+        return records
+
+
+def run_judgments(run: LoadedRun) -> list[RunJudgments]:
     """The run's own judgments, a planted run's truth, and every rejudge under runs/<id>/judges/."""
-    rd = RunDir(run_dir)
-    spec = spec_of(rd.path)
-    bm = benchmark_of(spec)
+    bm = run.benchmark
     out = []
-    own = rd.path / "judgments.jsonl"
+    own = run.path / "judgments.jsonl"
     if own.exists():
-        out.append(RunJudgments(spec.models.for_role("judge"), own, True, list(JsonlStore(own).read())))
-    truth = bm.planted_judgments(read_transcripts(rd))
+        out.append(RunJudgments(run.spec.models.for_role("judge"), own, True, list(JsonlStore(own).read())))
+    truth = bm.planted_judgments(run.transcripts)
     if truth:
-        out.append(RunJudgments(bm.planted_judge, rd.path / "transcripts.jsonl", False, truth))
-    root = judges_root(run_dir)
+        out.append(RunJudgments(bm.planted_judge, run.path / "transcripts.jsonl", False, truth))
+    root = judges_root(run.path)
     if root.is_dir():
         for d in sorted(root.iterdir()):
             f = d / "judgments.jsonl"
@@ -61,33 +85,15 @@ def run_judgments(run_dir: str | Path) -> list[RunJudgments]:
     return out
 
 
-def score_with(run_dir: str | Path, judge: str, judgments: list[dict[str, Any]], leakage_only: bool,
-               write_to: Path | None = None) -> list[dict[str, Any]]:
-    """Per-simulation metrics from these judgments by the benchmark's code (optionally written)."""
-    spec = spec_of(run_dir)
-    bm = benchmark_of(spec)
-    records = bm.scenario_scores(read_transcripts(RunDir(run_dir)), judgments, scenarios_for(spec), judge)
-    if leakage_only:
-        for r in records:
-            r["metrics"] = {k: v for k, v in r["metrics"].items() if bm.is_leakage_metric(k)}
-            r["failed"] = [k for k in r["failed"] if bm.is_leakage_metric(k)]
-    if write_to is not None:
-        write_to.mkdir(parents=True, exist_ok=True)
-        scores = bm.aggregate(records, spec.resolved_run_id, judge, seed=spec.seed)
-        bm.write_scores(write_to, records, scores)
-    return records
-
-
 async def rejudge_one(run_dir: str | Path, judge: str, leakage_only: bool = True,
                       client: StructuredClient | None = None, show_progress: bool | None = None) -> Path:
     """Judge the run with ``judge``; returns runs/<id>/judges/<judge>/."""
     from localbench.serving.session import open_client
 
-    spec = spec_of(run_dir)
-    spec = spec.model_copy(update={"models": spec.models.model_copy(update={"judge": judge})})
+    run = LoadedRun.read(run_dir)
+    spec = run.spec.model_copy(update={"models": run.spec.models.model_copy(update={"judge": judge})})
     rd = RunDir(run_dir)
-    transcripts = read_transcripts(rd)
-    if not transcripts:
+    if not run.transcripts:
         raise UserError(f"{rd.path}: no transcripts to judge")
     out = judge_dir(run_dir, judge)
     out.mkdir(parents=True, exist_ok=True)
@@ -95,7 +101,7 @@ async def rejudge_one(run_dir: str | Path, judge: str, leakage_only: bool = True
     own = client is None
     client = client or open_client(spec, "judge", rd.path)
     try:
-        summary = await judge_transcripts(spec, transcripts, scenarios_for(spec), client, store,
+        summary = await judge_transcripts(spec, run.transcripts, run.scenarios, client, store,
                                           leakage_only=leakage_only, show_progress=show_progress)
     finally:
         if own:
@@ -103,7 +109,9 @@ async def rejudge_one(run_dir: str | Path, judge: str, leakage_only: bool = True
     (out / "rejudge.json").write_text(json.dumps({
         "judge": judge, "leakage_only": leakage_only, "calls": summary.total, "done": summary.done,
         "skipped": summary.skipped, "failed": summary.failed}, indent=2))
-    score_with(run_dir, judge, list(store.read()), leakage_only, write_to=out)
+    records = run.score(judge, list(store.read()), leakage_only)
+    run.benchmark.write_scores(out, records, run.benchmark.aggregate(records, spec.resolved_run_id, judge,
+                                                                     seed=spec.seed))
     return out
 
 
