@@ -19,6 +19,34 @@ def test_every_registered_benchmark_implements_the_protocol(name):
     assert bm.rubric_files(), "a benchmark's judge stage records its rubrics' hashes"
     assert all(p.exists() for p in bm.rubric_files())
     assert set(bm.leakage_judges) and set(bm.headline)
+    assert bm.categories and set(bm.headline) <= set(bm.categories)
+
+
+def test_max_rounds_flag_limits_every_category_of_the_specs_benchmark(tmp_path):
+    """`--max-rounds N` means N for each category the spec's benchmark has, over a file or the defaults."""
+    from localbench.commands.run import EMBEDDED_DEFAULT
+    from localbench.commands.spec_flags import spec_from_flags
+
+    every = {c: 3 for c in get_benchmark("asb").categories}
+    assert len(every) == 7
+    assert spec_from_flags(None, max_rounds=3, defaults=EMBEDDED_DEFAULT).max_rounds == every
+    assert spec_from_flags(None, defaults=EMBEDDED_DEFAULT).max_rounds == EMBEDDED_DEFAULT["max_rounds"]
+    f = tmp_path / "spec.yaml"
+    f.write_text("benchmark: asb\nmax_rounds: {CD: 9}\n")
+    assert spec_from_flags(f).max_rounds == {"CD": 9}
+    assert spec_from_flags(f, max_rounds=3).max_rounds == every
+
+
+def test_data_check_reaches_the_benchmark_by_name(tmp_path):
+    from typer.testing import CliRunner
+
+    from localbench.cli import app
+
+    r = CliRunner().invoke(app, ["data", "check", "builtin", "--benchmark", "asb"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0 and "14 files: 14 loaded, ok" in r.output, r.output
+    assert "paper" not in r.output, "the reference column is the upstream release's only"
+    r = CliRunner().invoke(app, ["data", "check", "builtin", "--benchmark", "nope"])
+    assert r.exit_code != 0
 
 
 def test_unknown_benchmark_names_the_registered_ones():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
 if TYPE_CHECKING:
     from localbench.judging.calls import ItemJudge
@@ -25,6 +25,39 @@ if TYPE_CHECKING:
 Record = dict[str, Any]
 
 
+class CategoryCheck(Protocol):
+    """One category's line in `localbench data check`."""
+
+    scenarios: int
+    items: int  # private items
+    people: int
+    warnings: int
+    reference: int  # of them in the benchmark's reference subset (reported when reference_label is set)
+
+
+class DataCheck(Protocol):
+    """What `localbench data check` prints: every file of a source loaded on its own."""
+
+    source: str
+    reference_label: str | None  # column title for CategoryCheck.reference, None to leave it out
+
+    @property
+    def files(self) -> Sequence[Any]: ...
+
+    @property
+    def loaded(self) -> Sequence[Any]: ...
+
+    @property
+    def failed(self) -> Sequence[Any]: ...  # each has .error, a message naming file and field
+
+    @property
+    def issues(self) -> Sequence[Any]: ...  # warnings of the loaded files
+
+    def per_category(self) -> Mapping[str, CategoryCheck]: ...
+
+    def issues_by_field(self) -> list[tuple[str, int, Any]]: ...  # (field, count, first example)
+
+
 @runtime_checkable
 class Benchmark(Protocol):
     """What a benchmark gives the pipeline. Scenarios are the benchmark's own objects, keyed by id."""
@@ -34,6 +67,9 @@ class Benchmark(Protocol):
     leakage_judges: tuple[str, ...]  # judge names whose labels the leakage metrics come from
     headline: Mapping[str, str]  # category -> the leakage metric a category's models are ranked by
     planted_judge: str  # the judge name a synthetic run's construction labels go by
+    categories: tuple[str, ...]  # its categories in run order (`--max-rounds N` sets each)
+
+    def check_source(self, source: str) -> DataCheck: ...
 
     def load_scenarios(self, source: str, categories: Iterable[str] | str | None = None,
                        limit: int | None = None) -> dict[str, Any]: ...

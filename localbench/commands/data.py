@@ -12,6 +12,7 @@ def register(app: typer.Typer) -> None:
     def check(
         source: str = typer.Argument(..., help="a directory or file of scenarios, 'builtin', or hf:NAME"),
         verbose: bool = typer.Option(False, "--verbose", "-v", help="list every warning, not one line per field"),
+        benchmark: str = typer.Option("asb", "--benchmark", help="whose scenario format the source is in"),
     ) -> None:
         """Validate every scenario file and summarise: counts per category, items, warnings by field.
 
@@ -20,24 +21,21 @@ def register(app: typer.Typer) -> None:
         from rich.console import Console
         from rich.table import Table
 
-        from localbench.benchmarks.asb.check import check_source
+        from localbench.benchmarks import get_benchmark
 
-        rep = check_source(source)
+        rep = get_benchmark(benchmark).check_source(source)
         con = Console(soft_wrap=True)
         stats = rep.per_category()
+        columns = {"scenarios": "scenarios", "items": "private items", "people": "people", "warnings": "warnings"}
+        if rep.reference_label:
+            columns["reference"] = rep.reference_label
         t = Table(title=f"scenarios in {source}")
-        cols = ["category", "scenarios", "private items", "people", "warnings"]
-        if rep.all_upstream:
-            cols.append("in paper's 352")
-        for c in cols:
-            t.add_column(c, justify="left" if c == "category" else "right")
+        t.add_column("category")
+        for title in columns.values():
+            t.add_column(title, justify="right")
         for cat, st in stats.items():
-            row = [cat, str(st.scenarios), str(st.items), str(st.people), str(st.warnings)]
-            if rep.all_upstream:
-                row.append(str(st.paper))
-            t.add_row(*row)
-        tot = [sum(getattr(s, k) for s in stats.values()) for k in ("scenarios", "items", "people", "warnings", "paper")]
-        t.add_row("total", *map(str, tot[:4]), *([str(tot[4])] if rep.all_upstream else []), style="bold")
+            t.add_row(cat, *(str(getattr(st, k)) for k in columns))
+        t.add_row("total", *(str(sum(getattr(s, k) for s in stats.values())) for k in columns), style="bold")
         con.print(t)
 
         if rep.issues:

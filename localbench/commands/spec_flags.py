@@ -11,8 +11,6 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from localbench.benchmarks.asb.scenario import CATEGORY_NAMES
-
 SpecFile = Annotated[Optional[Path], typer.Option("--spec", help="RunSpec YAML; flags override its fields")]
 Scenarios = Annotated[Optional[str], typer.Option("--scenarios", help="builtin | DIR | hf:NAME")]
 Categories = Annotated[Optional[str], typer.Option("--categories", help="comma list, e.g. CD,MC (default all)")]
@@ -42,17 +40,24 @@ def spec_from_flags(spec_file: Optional[Path], *, scenarios=None, categories=Non
                     user_sim=None, judge=None, engine=None, base_url=None, limit=None, seeds=None, seed=None,
                     max_rounds=None, max_tokens=None, out=None, run_id=None, no_cache=False,
                     defaults: dict[str, Any] | None = None, **more: Any):
-    """A RunSpec from an optional file plus flags; ``defaults`` apply only when neither sets a field."""
+    """A RunSpec from an optional file plus flags; ``defaults`` apply only when neither sets a field.
+
+    ``max_rounds`` (one number) becomes a limit for each category of the spec's benchmark.
+    """
+    from localbench.benchmarks import get_benchmark
     from localbench.spec import load_spec
 
     flags = dict(
         scenarios=scenarios, categories=csv(categories), levels=csv(levels), limit=limit, seeds=seeds, seed=seed,
         max_tokens=max_tokens, out=out, run_id=run_id, no_cache=True if no_cache else None,
-        max_rounds={c: max_rounds for c in CATEGORY_NAMES} if max_rounds is not None else None,
         **{"models.agent": agent, "models.user_sim": user_sim, "models.judge": judge,
            "serving.engine": engine, "serving.base_url": base_url}, **more)
     if defaults and spec_file is None:
         for k, v in defaults.items():
             if flags.get(k) is None:
                 flags[k] = v
+    spec = load_spec(spec_file, **flags)
+    if max_rounds is None:
+        return spec
+    flags["max_rounds"] = {c: max_rounds for c in get_benchmark(spec.benchmark).categories}
     return load_spec(spec_file, **flags)

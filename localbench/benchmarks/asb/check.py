@@ -31,7 +31,7 @@ class CategoryStats:
     items: int = 0
     people: int = 0
     warnings: int = 0
-    paper: int = 0  # upstream scenarios in the paper's inferred 352
+    reference: int = 0  # upstream scenarios in the paper's inferred 352
 
 
 @dataclass
@@ -56,6 +56,11 @@ class CheckReport:
         return bool(self.loaded) and all(f.scenario.metadata.get("format") == "agentsocialbench"  # type: ignore[union-attr]
                                          for f in self.loaded)
 
+    @property
+    def reference_label(self) -> str | None:
+        """The paper-subset column is shown for the upstream release only."""
+        return "in paper's 352" if self.all_upstream else None
+
     def per_category(self) -> dict[Category, CategoryStats]:
         out: dict[Category, CategoryStats] = {}
         for f in self.loaded:
@@ -66,7 +71,7 @@ class CheckReport:
             st.items += len(sc.items)
             st.people += len(sc.people)
             st.warnings += len(f.issues)
-            st.paper += sc.metadata.get("format") == "agentsocialbench" and upstream.in_paper_subset(sc)
+            st.reference += sc.metadata.get("format") == "agentsocialbench" and upstream.in_paper_subset(sc)
         return dict(sorted(out.items(), key=lambda kv: CATEGORY_ORDER.index(kv[0])))
 
     def issues_by_field(self) -> list[tuple[str, int, LoadIssue]]:

@@ -11,6 +11,7 @@ from typing import Any, Iterable, Mapping
 
 from localbench.benchmarks.asb.judges import ItemLeakJudge
 from localbench.benchmarks.asb.planting import PLANTABLE, PLANTED
+from localbench.benchmarks.asb.scenario import CATEGORY_NAMES
 from localbench.report.metrics import HEADLINE
 
 # Metrics computed from the leakage judges' labels (what `judges rejudge` recomputes by default):
@@ -24,6 +25,12 @@ class AgentSocialBench:
     leakage_judges = ("privacy", "privacy_pairs")
     headline = HEADLINE
     planted_judge = PLANTED
+    categories = tuple(CATEGORY_NAMES)
+
+    def check_source(self, source: str):
+        from localbench.benchmarks.asb.check import check_source
+
+        return check_source(source)
 
     def load_scenarios(self, source: str, categories: Iterable[str] | str | None = None,
                        limit: int | None = None) -> dict[str, Any]:
