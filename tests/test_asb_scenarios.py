@@ -369,6 +369,12 @@ def test_malformed_normalized_names_file_and_field(tmp_path):
                                      "graph[0].target", "unknown participant 'nobody_here'"),
         "unknown field": (good.replace("subtype: family", "subtype: family\nflavour: sweet"), "flavour",
                           "unknown field"),
+        # participants are told apart by id (visibility, system prompts): a clash would merge two of them
+        "agent id used twice": (good.replace("  - id: bartek_agent", "  - id: gudrun_agent", 1), "agents[1].id",
+                                "'gudrun_agent' is used twice"),
+        "agent id is a person's": (good.replace("  - id: gudrun_agent", "  - id: bartek_nowak", 1),
+                                   "agents[0].id", "'bartek_nowak' is also a person's id"),
+        "reserved id": (good.replace("  - id: gudrun_agent", "  - id: system", 1), "agents[0].id", "reserved"),
     }
     for case, (text, field, msg) in cases.items():
         assert text != good, case

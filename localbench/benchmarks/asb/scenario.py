@@ -14,6 +14,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from localbench.runtime.log import SYSTEM as SYSTEM_ID
+
 Category = Literal["CD", "MC", "CU", "GC", "HS", "CM", "AM"]
 DYADIC: tuple[Category, ...] = ("CD", "MC", "CU")
 MULTI_PARTY: tuple[Category, ...] = ("GC", "HS", "CM", "AM")
@@ -117,6 +119,17 @@ class Scenario(_Strict):
     def _references_resolve(self) -> "Scenario":
         people = {p.id for p in self.people}
         agents = {a.id for a in self.agents}
+        # Participants are told apart by id everywhere (the log's visibility, system prompts), so
+        # two of them sharing one would see each other's messages.
+        for group, found in (("people", [p.id for p in self.people]), ("agents", [a.id for a in self.agents])):
+            for i, pid in enumerate(found):
+                if pid in found[:i]:
+                    raise ValueError(f"{group}[{i}].id: '{pid}' is used twice")
+                if pid == SYSTEM_ID:
+                    raise ValueError(f"{group}[{i}].id: '{pid}' is reserved for announcements")
+        for i, a in enumerate(self.agents):
+            if a.id in people:
+                raise ValueError(f"agents[{i}].id: '{a.id}' is also a person's id")
         for i, a in enumerate(self.agents):
             if a.user not in people:
                 raise ValueError(f"agents[{i}].user: unknown person '{a.user}'")
