@@ -31,12 +31,17 @@ def _log() -> tuple[ConversationLog, list]:
 def test_an_agent_sees_only_its_own_addressed_and_system_entries():
     log, e = _log()
     contents = {p: [x.content for x in log.visible_to(p)] for p in ["a", "b", "c", "u"]}
-    assert contents["a"] == ["a to b", "b to a,c", "phase change", "revise it"]
+    assert contents["a"] == ["a to b", "b to a,c", "phase change", "held draft", "revise it"]
     assert contents["b"] == ["a to b", "b to a,c", "phase change"]
     assert contents["c"] == ["b to a,c", "phase change", "c to u"]
     assert contents["u"] == ["phase change", "c to u"]
-    # records of turns that delivered nothing reach no prompt, not even their sender's
-    assert all("held draft" not in v for v in contents.values())
+    # a held message reaches only its sender's prompt (not its would-be recipient c); records of
+    # turns that delivered nothing (failed, pass) reach no prompt at all
+    assert [p for p, v in contents.items() if "held draft" in v] == ["a"]
+    own = log.add(round=3, kind="pass", sender="a", seen=[4])
+    other = log.add(round=3, kind="pass", sender="c", seen=[4])
+    problems = check_visibility(log.to_records())
+    assert problems == [f"entry {other.index} by c: saw entry 4 it may not see"], (own, problems)
     assert e[4].visibility == ["a"] and e[5].visibility == [] and e[6].visibility == []
     assert e[2].visibility == ["a", "b", "c", "u"]
     assert e[1].visibility == ["a", "b", "c"]

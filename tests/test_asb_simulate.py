@@ -111,6 +111,38 @@ def test_failed_replies_are_recorded_and_never_delivered(suite, tmp_path):
             assert e["kind"] == "failed" and e["call"]["n_attempts"] == 3 and "not json" in e["meta"]["rejected_text"]
 
 
+def test_cu_gate_prompts_name_the_proposer_and_show_held_messages_to_their_sender(suite, tmp_path):
+    """The coordinator reviews with the proposer's view but is "you" only for its own replies; an
+    agent whose message was held back sees it, marked as not delivered; nobody else does."""
+    cu = [s for s in suite if s.category == "CU"]
+    spec = load_spec(None, out=str(tmp_path), levels=["L0"], seeds=24)  # the fake agent mostly passes
+    backend = FakeBackend()
+    summary = asyncio.run(simulate_scenarios(spec, cu, fake_clients(backend), progress=False))
+    recs = records(summary.run_dir)
+    check_all(spec, suite, recs)
+    held = [e for r in recs for e in r["entries"] if e["kind"] == "held"]
+    assert held, "the fake coordinator redirects some messages"
+    coordinator_prompts = [r for r in backend.requests if r.role == "coordinator"]
+    assert coordinator_prompts
+    named = 0
+    for req in coordinator_prompts:
+        prompt = req.messages[-1]["content"]
+        proposer = prompt.split("## Your turn\n", 1)[1].split(" wants to send", 1)[0]
+        for line in prompt.splitlines():
+            if line.startswith("[round") and "] you -> " in line:  # only its own replies, which go to the proposer
+                assert line.split("] you -> ", 1)[1].startswith(f"{proposer}:"), (proposer, line)
+            named += line.startswith("[round") and f"] {proposer} -> " in line
+    assert named, "the proposer's own messages are shown under its name"
+    marked = [req for req in backend.requests if req.role == "agent"
+              and "(held back by the team coordinator, not delivered)" in req.messages[-1]["content"]]
+    assert marked, "a sender's next prompt shows its held message"
+    for e in held:
+        for r in recs:
+            for turn in r["entries"]:
+                if e in r["entries"] and e["index"] in (turn.get("seen") or []):
+                    assert turn["sender"] == e["sender"] or turn["meta"].get("viewer") == e["sender"]
+
+
 def test_same_spec_same_transcripts(suite, tmp_path):
     spec_a = load_spec(None, out=str(tmp_path / "a"), levels=["L0"])
     spec_b = load_spec(None, out=str(tmp_path / "b"), levels=["L0"])

@@ -2,9 +2,9 @@
 
 Every model turn leaves one entry: a delivered message, a system broadcast, a pass, a done signal,
 a message held back by a gate, a gate's approval, or a failed turn. Only delivered entries (``message``, ``system``,
-``coordinator``) ever reach a prompt, and a participant sees only
+``coordinator``) and, for its sender alone, a ``held`` message ever reach a prompt, and a participant sees only
 
-- what it sent itself,
+- what it sent itself (delivered, or held back so that it knows the message did not go out),
 - what was addressed to it (it is among ``recipients``),
 - system broadcasts (channel ``system``, no recipients).
 
@@ -25,6 +25,9 @@ Channel = Literal["direct", "group", "system", "delivery", "coordinator", "none"
 DELIVERED: frozenset[str] = frozenset({"message", "system", "coordinator"})
 """Entry kinds that are delivered to someone; the others are records of a turn, shown to nobody
 (except ``held``, which its own sender sees so that it knows its message did not go out)."""
+
+SHOWN: frozenset[str] = DELIVERED | {"held"}
+"""Entry kinds that may appear in a prompt (``held`` only in its sender's)."""
 
 SYSTEM = "system"
 
@@ -105,8 +108,8 @@ class ConversationLog:
 
     # -- reading -------------------------------------------------------------------------------
     def visible_to(self, participant: str) -> list[LogEntry]:
-        """Delivered entries this participant may see, oldest first (what its prompt may show)."""
-        return [e for e in self.entries if e.kind in DELIVERED and participant in e.visibility]
+        """Entries this participant may see, oldest first (what its prompt may show)."""
+        return [e for e in self.entries if e.kind in SHOWN and participant in e.visibility]
 
     def delivered(self) -> list[LogEntry]:
         return [e for e in self.entries if e.kind == "message"]
@@ -121,6 +124,8 @@ class ConversationLog:
 def may_see(entry: dict[str, Any] | LogEntry, participant: str) -> bool:
     """The visibility rule, re-derived from an entry's own fields (for checking transcripts)."""
     e = entry.model_dump() if isinstance(entry, LogEntry) else entry
+    if e["kind"] == "held":
+        return participant == e["sender"]
     if e["kind"] not in DELIVERED:
         return False
     if e["channel"] == "system" or e["kind"] == "system":

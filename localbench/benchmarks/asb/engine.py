@@ -269,6 +269,10 @@ class Simulation:
     ) -> Turn:
         """One request: the viewer's visible history, fitted to the context window, then recorded.
 
+        ``viewer`` (default: the speaker) picks whose visible history the prompt shows; the history
+        calls the speaker's own entries "you" (a coordinator reviewing an agent's proposal sees the
+        agent's view, with the agent named).
+
         ``standing`` (rules that hold turn after turn, such as an agent's action menu) goes before
         the history and ``instruction`` (this turn's ask) after it, so the prompt of a speaker's
         next turn extends this one and an engine's prefix cache computes only what is new.
@@ -284,7 +288,7 @@ class Simulation:
                    for e in visible]
 
         def build(dropped: int) -> list[dict[str, str]]:
-            user = render("turn.j2", history=history[dropped:], dropped=dropped, viewer=viewer,
+            user = render("turn.j2", history=history[dropped:], dropped=dropped, me=speaker,
                           standing=standing, instruction=instruction)
             return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
