@@ -121,6 +121,22 @@ def test_merge_steps_follow_available_commands():
     assert 'localbench judge "$SHARD_RUN"' in files["array.sbatch"]
 
 
+def test_each_job_gets_threads_from_its_own_cpus():
+    """OMP_NUM_THREADS follows the job's own --cpus-per-task: a merge job with fewer CPUs than the
+    array's tasks (a CPU judge, say) must not start the array's thread count."""
+    spec = RunSpec.model_validate({"run_id": "x", "slurm": {"cpus_per_task": 16, "merge_job": {"cpus_per_task": 2}}})
+    files = rendered(spec)
+    assert "#SBATCH --cpus-per-task=16\n" in files["array.sbatch"]
+    assert "export OMP_NUM_THREADS=16\n" in files["array.sbatch"]
+    assert "#SBATCH --cpus-per-task=2\n" in files["merge.sbatch"]
+    assert "export OMP_NUM_THREADS=2\n" in files["merge.sbatch"]
+    inherited = rendered(RunSpec.model_validate({"run_id": "x", "slurm": {"cpus_per_task": 16}}))["merge.sbatch"]
+    assert "export OMP_NUM_THREADS=16\n" in inherited  # no merge_job.cpus_per_task: the array's
+    merge_only = rendered(RunSpec.model_validate({"run_id": "x", "slurm": {"merge_job": {"cpus_per_task": 4}}}))
+    assert "OMP_NUM_THREADS" not in merge_only["array.sbatch"]
+    assert "export OMP_NUM_THREADS=4\n" in merge_only["merge.sbatch"]
+
+
 def test_tensor_parallel_preset_and_gpu_split():
     spec = RunSpec.model_validate({"run_id": "tp", "models": {"agent": "qwen2.5-7b-instruct", "judge": "llama-3.1-8b-instruct"},
                                    "num_shards": 3,

@@ -73,8 +73,9 @@ def _setup_lines(o: SlurmOptions) -> list[Shell]:
     return lines
 
 
-def _exports(o: SlurmOptions) -> list[tuple[Shell, Shell]]:
-    """Environment of every task: offline hub, caches on scratch, threads = CPUs."""
+def _exports(o: SlurmOptions, res: JobResources) -> list[tuple[Shell, Shell]]:
+    """Environment of every task: offline hub, caches on scratch, threads = the job's own CPUs (``res``:
+    the array's resources, or the merge job's)."""
     env: list[tuple[str, Shell]] = []
     if o.offline:
         env += [(k, quote("1")) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")]
@@ -84,8 +85,8 @@ def _exports(o: SlurmOptions) -> list[tuple[Shell, Shell]]:
         v = value or (f"{scratch}/{sub}" if scratch else None)
         if v:
             env.append((name, quote_with_vars(v)))
-    if o.cpus_per_task:
-        env.append(("OMP_NUM_THREADS", quote(o.cpus_per_task)))
+    if res.cpus_per_task:
+        env.append(("OMP_NUM_THREADS", quote(res.cpus_per_task)))
     env.append(("PYTHONUNBUFFERED", quote("1")))  # logs appear as they are written
     env += [(k, quote_with_vars(v)) for k, v in o.env.items()]
     return [(Shell(k), v) for k, v in env]
@@ -96,11 +97,12 @@ def _signal(o: SlurmOptions) -> dict[str, Any]:
     return {"signal": bool(o.signal), "signal_name": Shell(name) if name else Shell("")}
 
 
-def _common(plan: RunPlan) -> dict[str, Any]:
+def _common(plan: RunPlan, res: JobResources) -> dict[str, Any]:
+    """Context shared by both scripts; ``res`` is the resources of the job being rendered."""
     o = plan.options
     return {
         "setup": _setup_lines(o),
-        "exports": _exports(o),
+        "exports": _exports(o, res),
         "workdir": quote(plan.workdir),
         "run": quote(plan.layout.run),
         "requeue": o.requeue,
@@ -140,7 +142,7 @@ def render_array(plan: RunPlan, shards: list[int] | None = None) -> RenderedJob:
     sbatch += [sbatch_value(x, f"extra_sbatch[{i}]") for i, x in enumerate(o.extra_sbatch)]
     layout = plan.layout
     ctx = {
-        **_common(plan),
+        **_common(plan, o),
         "sbatch": sbatch,
         "num_shards": plan.num_shards,
         "specs_dir": quote(layout.shard_spec(0).parent),
@@ -187,7 +189,7 @@ def render_merge(plan: RunPlan, available: set[str] | None = None) -> RenderedJo
     sbatch += _policy_lines(plan, "%x-%j.out")
     sbatch += resource_lines(res)
     sbatch += [sbatch_value(x, f"extra_sbatch[{i}]") for i, x in enumerate(o.extra_sbatch)]
-    ctx = {**_common(plan), "sbatch": sbatch, "after_merge": after}
+    ctx = {**_common(plan, res), "sbatch": sbatch, "after_merge": after}
     return RenderedJob("merge", _env().get_template("merge.sbatch.j2").render(**ctx))
 
 
