@@ -172,3 +172,26 @@ def test_status_from_state_files_when_the_scheduler_has_forgotten(tmp_path, monk
     assert status.shards[1].why.endswith("log: error: something specific broke")
     assert status.shards[0].transcripts == 3 and not status.accounting
     assert "shard 1 | job 10_1 | FAILED | exit 2:0" in status.text()
+
+
+def test_status_reads_a_relative_log_dir_from_the_workdir(tmp_path, monkeypatch):
+    """A record whose log_dir is relative (written before submit stored it absolute) names a directory
+    in the workdir, where the jobs ran, not in the directory status is run from."""
+    import localbench.slurm.status as st
+
+    monkeypatch.setattr(st, "query_sacct", lambda ids: None)
+    monkeypatch.setattr(st, "query_scontrol", lambda ids: {})
+    lay = make_run(tmp_path)
+    rec = lay.read_record()
+    lay.write_record(rec.model_copy(update={"log_dir": "logs"}))
+    lay.state.mkdir()
+    lay.state_file(1).write_text(json.dumps({"shard": 1, "job_id": "13", "array_job_id": "10", "exit_code": 2,
+                                             "signal": "", "restarts": 0}))
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "lb-r1-10_1.out").write_text("error: found in the workdir\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    status = run_status(lay.run)
+    assert status.shards[1].log == str(tmp_path / "logs" / "lb-r1-10_1.out")
+    assert status.shards[1].why.endswith("log: error: found in the workdir")

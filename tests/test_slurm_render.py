@@ -219,6 +219,32 @@ def test_unsafe_run_directory_needs_an_explicit_log_dir():
     assert "RUN='/home/you/localbench/runs/r $(id)'" in render_array(make_plan(ok, workdir=WORKDIR)).script
 
 
+def test_relative_log_dir_is_under_the_workdir(tmp_path, monkeypatch):
+    """sbatch runs in the workdir, so --output=logs/... is a directory there: the plan stores it
+    absolute, submit creates it there (not in the shell's current directory), and the scripts name it."""
+    from localbench.slurm.submit import write_plan_files
+
+    work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
+    work.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    spec = RunSpec.model_validate({"run_id": "rel", "models": {"agent": "tiny-random"},
+                                   "slurm": {"log_dir": "out/../logs"}})
+    plan = make_plan(spec, workdir=work)
+    assert plan.log_dir == str(work / "logs")
+    assert f"#SBATCH --output={work}/logs/%x-%A_%a.out\n" in render_array(plan).script
+    assert f"#SBATCH --output={work}/logs/%x-%j.out\n" in render_merge(plan).script
+    write_plan_files(plan)
+    assert (work / "logs").is_dir() and not (elsewhere / "logs").exists()
+    assert make_plan(spec, workdir=WORKDIR).log_dir == "/home/you/localbench/logs"  # goldens stay stable
+    absolute = spec.model_copy(update={"slurm": {"log_dir": "/var/log/lb"}})
+    assert make_plan(absolute, workdir=work).log_dir == "/var/log/lb"
+    # a relative log_dir under a workdir that cannot go on an #SBATCH line is refused, naming the field
+    bad = tmp_path / "my work"
+    with pytest.raises(SlurmOptionsError, match=r"field 'slurm\.log_dir': 'logs' is relative"):
+        make_plan(spec.model_copy(update={"slurm": {"log_dir": "logs"}}), workdir=bad)
+
+
 def test_templates_cannot_interpolate_unquoted_values():
     env = _env()
     with pytest.raises(UnsafeValue, match="unquoted value"):

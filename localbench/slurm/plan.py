@@ -30,7 +30,7 @@ class RunPlan:
     workdir: Path
     num_shards: int
     job_name: str
-    log_dir: str
+    log_dir: str  # absolute: a relative slurm.log_dir is taken from the workdir
     roles: dict[str, str]  # role -> preset name or path the shard processes load
     shard_specs: dict[int, dict[str, Any]] = field(default_factory=dict)
     presets: dict[Path, dict[str, Any]] = field(default_factory=dict)  # derived preset files
@@ -66,13 +66,19 @@ def make_plan(spec: RunSpec, where: str = "spec", workdir: str | Path | None = N
     layout = RunLayout(run_dir if run_dir.is_absolute() else wd / run_dir)
     n = opts.num_shards or spec.num_shards or 1
     job_name = opts.job_name or _job_name(base.resolved_run_id)
+    # The jobs run in the workdir (sbatch is called there), so a relative log_dir names a directory
+    # there: store it absolute, so that submit creates it there and status finds it from anywhere.
     log_dir = opts.log_dir or str(layout.default_log_dir)
+    if not os.path.isabs(log_dir):
+        log_dir = os.path.abspath(os.path.join(wd, log_dir))
     try:
         sbatch_value(log_dir, "log_dir")
     except UnsafeValue as e:
+        what = (f"the default {log_dir!r} (under the run directory)" if opts.log_dir is None else
+                f"{opts.log_dir!r} is relative, so it is taken from the workdir: {log_dir!r}, which")
         raise SlurmOptionsError(
-            f"{where}: field 'slurm.log_dir': the default {log_dir!r} (under the run directory) cannot "
-            f"go on an #SBATCH line; set slurm.log_dir to a plain path. ({e})"
+            f"{where}: field 'slurm.log_dir': {what} cannot go on an #SBATCH line; set slurm.log_dir to "
+            f"a plain absolute path. ({e})"
         ) from e
     if opts.serve and spec.models.user_sim and spec.models.user_sim != spec.models.agent:
         raise SlurmOptionsError(

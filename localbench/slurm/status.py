@@ -223,8 +223,14 @@ def _state_file(layout: RunLayout, shard: int) -> JobInfo | None:
                    restarts=d.get("restarts"), source="state-file")
 
 
+def log_dir(rec: SubmissionRecord) -> Path:
+    """Where the jobs wrote their output. Records store it absolute; an older record's relative
+    log_dir is in the workdir, where the jobs ran, not in the directory status is run from."""
+    return Path(rec.workdir) / rec.log_dir
+
+
 def log_path(rec: SubmissionRecord, array_job: str, shard: int) -> Path:
-    return Path(rec.log_dir) / f"{rec.job_name}-{array_job}_{shard}.out"
+    return log_dir(rec) / f"{rec.job_name}-{array_job}_{shard}.out"
 
 
 def run_status(run_dir: str | Path) -> RunStatus:
@@ -270,7 +276,7 @@ def run_status(run_dir: str | Path) -> RunStatus:
                 status.merge_why = (f"never ran: shard(s) {bad} did not succeed; fix and run "
                                     f"`localbench slurm resubmit {layout.run} --failed`")
             else:
-                line = last_error_line(Path(rec.log_dir) / f"{rec.job_name}-merge-{latest.merge_job}.out")
+                line = last_error_line(log_dir(rec) / f"{rec.job_name}-merge-{latest.merge_job}.out")
                 status.merge_why = f"{status.merge.state}" + (f"; log: {line}" if line else "")
     return status
 
