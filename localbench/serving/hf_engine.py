@@ -26,7 +26,7 @@ from localbench.serving.presets import Preset, load_preset
 from localbench.serving.types import (
     EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion, check_prompt_fits,
 )
-from localbench.serving.weights import identity_of, materialize
+from localbench.serving.weights import hub_revision, identity_of, materialize
 
 
 @dataclasses.dataclass
@@ -172,7 +172,7 @@ class HFBackend:
 
         dev = resolve_device(device)
         torch_dtype = resolve_dtype(dtype or p.dtype, dev)
-        revision = None if Path(location).is_dir() else p.source.revision
+        revision = hub_revision(p, location)  # the commit the identity records; None for a local dir
         tokenizer = AutoTokenizer.from_pretrained(location, revision=revision)
         tokenizer.padding_side = "left"
         placement = {"device_map": dev} if dev != "cpu" else {}  # load straight onto the GPU

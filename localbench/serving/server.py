@@ -124,8 +124,12 @@ class VLLMServer:
 
     def command(self) -> list[str]:
         from localbench.serving.vllm_engine import engine_settings
+        from localbench.serving.weights import hub_revision
 
         settings = engine_settings(self.preset, on_cpu=self.on_cpu)
+        revision = hub_revision(self.preset, self.model)
+        if revision is not None:
+            settings.setdefault("revision", revision)  # a hub preset loads its pinned (or resolved) commit
         if self.preset.chat_template_kwargs:
             settings["default_chat_template_kwargs"] = self.preset.chat_template_kwargs
         return [*server_entry(), "--model", self.model, "--host", self.host, "--port", str(self.port),

@@ -120,7 +120,7 @@ class VLLMBackend:
         the KV cache explicitly; ``engine_args`` override anything. Options meant for other engines
         (``grammar=`` of hf, ``base_url=`` of openai) are ignored: the grammar backend is pinned.
         """
-        from localbench.serving.weights import identity_of, materialize
+        from localbench.serving.weights import hub_revision, identity_of, materialize
 
         try:
             from vllm import AsyncEngineArgs
@@ -135,6 +135,9 @@ class VLLMBackend:
         loc = location or materialize(preset)
         on_cpu = bool(current_platform.is_cpu())
         settings = engine_settings(preset, on_cpu=on_cpu, max_batch_size=max_batch_size, kv_cache_gib=kv_cache_gib)
+        revision = hub_revision(preset, loc)
+        if revision is not None:
+            settings.setdefault("revision", revision)  # the commit the identity records (engine_args may pin one)
         settings.update(engine_args or {})
         kwargs = dict(settings)
         kwargs["structured_outputs_config"] = StructuredOutputsConfig(**settings["structured_outputs_config"])

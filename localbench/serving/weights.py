@@ -145,19 +145,41 @@ def materialize(preset: Preset) -> str:
     raise PresetError(f"preset '{preset.name}': unknown source kind {src.kind}")
 
 
+def hub_revision(preset: Preset, location: str) -> str | None:
+    """The hub revision an engine must load for a preset at ``location``, or None.
+
+    Only an hf-hub preset loaded by its repo id has one; a local directory (a local preset, a
+    converted GGUF, the tiny random model, or a ``location`` given explicitly) has none. The
+    revision is resolved to the commit the local Hugging Face cache holds for it (so "main" is
+    loaded and recorded as that commit); a revision the cache does not hold is passed as given.
+    """
+    src = preset.source
+    if src.kind != "hf-hub" or not src.repo or Path(location).is_dir():
+        return None
+    return resolve_hub_revision(src.repo, src.revision)
+
+
 def identity_of(preset: Preset, location: str) -> ModelIdentity:
-    """The cache identity: preset, where the weights are, and a revision or content hash."""
+    """The cache identity: preset, where the weights are, and a revision or content hash.
+
+    A hub revision is recorded as the commit it resolves to in the local cache (the one the
+    engines load), so an unpinned preset records what it actually ran, not "main".
+    """
     p = Path(location)
     if p.is_dir():
         revision = _dir_fingerprint(p)
     else:
-        revision = preset.source.revision
+        revision = hub_revision(preset, location) or preset.source.revision
     return ModelIdentity(preset=preset.name, source=location if not p.is_dir() else p.name,
                          revision=revision, dtype=preset.dtype)
 
 
 def resolve_hub_revision(repo: str, revision: str) -> str:
-    """The commit a hub revision points to in the local HF cache, if it can be found offline."""
+    """The commit a hub revision points to in the local HF cache, if it can be found offline.
+
+    Cheap and offline: it reads ``refs/<revision>`` of the repo's cache folder and checks that
+    the snapshot holds a config.json; a revision not cached is returned as given.
+    """
     try:
         from huggingface_hub import try_to_load_from_cache
 
