@@ -194,7 +194,7 @@ def abstraction_calls(scenario: Scenario, messages: list[dict[str, Any]], fits: 
                              _chat("asb/abstraction.j2", **ctx), schema,
                              keymap={k: m.get("index", i) for k, (i, m) in zip(keys, enumerate(chunk))})
 
-        calls += _chunks(group, build, fits)
+        calls += _number_chunks(_chunks(group, build, fits))  # msgs{start}#k: each part its own key
     return calls
 
 
