@@ -73,6 +73,11 @@ async def test_cache_key_covers_model_schema_sampling_and_seed():
     assert base != cache_key("vllm", ident, _req(), 7)
     free = GenerationRequest(messages=_req().messages, seed=7)
     assert base != cache_key("hf", ident, free, 7)
+    # the preset's output-changing settings (chat_template_kwargs, engine_args) and the hf grammar backend
+    assert base != cache_key("hf", ModelIdentity("a", "src", "rev", settings="0f1e2d3c4b5a6978"), _req(), 7)
+    assert base != cache_key("hf", ModelIdentity("a", "src", "rev", grammar="outlines"), _req(), 7)
+    assert (cache_key("hf", ModelIdentity("a", "src", "rev", grammar="xgrammar"), _req(), 7)
+            != cache_key("hf", ModelIdentity("a", "src", "rev", grammar="outlines"), _req(), 7))
 
 
 def _writer(path, start):

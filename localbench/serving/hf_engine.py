@@ -115,7 +115,6 @@ class HFBackend:
             )
         self.model = model
         self.tokenizer = tokenizer
-        self.identity = identity
         self.max_model_len = int(max_model_len)
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.location = location
@@ -124,6 +123,8 @@ class HFBackend:
         self.vocab_width = logits_width(model)
         self.grammar: GrammarBackend = make_grammar_backend(grammar, tokenizer, self.vocab_width, self.stop_ids)
         self.grammar_backend = self.grammar.name
+        # xgrammar and outlines constrain differently: replies of one must not replay for the other
+        self.identity = dataclasses.replace(identity, grammar=self.grammar_backend)
         self.requests_served = 0  # complete() calls that reached the model
         self.grouped_attention = hf_attention.install(model)  # CPU decode steps; see hf_attention
         hf_linear.pack_linears(model)  # CPU weights in oneDNN's layout; see hf_linear

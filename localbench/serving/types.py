@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from localbench.errors import UserError
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -28,9 +30,31 @@ class ModelIdentity:
     source: str  # hub repo id, local path, or a builder name ("tiny-random")
     revision: str  # hub revision, or a content hash of local weights
     dtype: str = "auto"
+    settings: str = ""  # settings_hash of the preset's chat_template_kwargs and engine_args; "" when both are empty
+    grammar: str = ""  # the structured-output backend where a run chooses it (hf: xgrammar | outlines); "" when pinned
 
     def key(self) -> str:
-        return f"{self.preset}|{self.source}|{self.revision}|{self.dtype}"
+        # settings and grammar are appended only when set: an identity without them keeps the key
+        # it always had (such cache entries were keyed correctly), any other gets a new one.
+        key = f"{self.preset}|{self.source}|{self.revision}|{self.dtype}"
+        if self.settings:
+            key += f"|settings={self.settings}"
+        if self.grammar:
+            key += f"|grammar={self.grammar}"
+        return key
+
+
+def settings_hash(settings: dict[str, Any]) -> str:
+    """A short stable hash of the settings that change a model's outputs; "" when none is set.
+
+    Empty entries (``chat_template_kwargs: {}``) count as unset, so adding an empty field to a
+    preset does not invalidate its cache.
+    """
+    live = {k: v for k, v in settings.items() if v not in (None, {}, [], "")}
+    if not live:
+        return ""
+    blob = json.dumps(live, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
 @dataclass

@@ -145,7 +145,8 @@ class VLLMBackend:
             llm = AsyncLLM.from_engine_args(AsyncEngineArgs(model=loc, **kwargs))
         except Exception as e:  # noqa: BLE001 - vLLM raises many kinds; name the preset and cause
             raise EngineError(f"vLLM could not start preset '{preset.name}' from {loc}: {type(e).__name__}: {e}") from e
-        backend = cls(llm, identity_of(preset, loc), loc, settings, preset.chat_template_kwargs, on_cpu)
+        backend = cls(llm, identity_of(preset, loc, engine_args=engine_args), loc, settings,
+                      preset.chat_template_kwargs, on_cpu)
         # A traceback stored somewhere inside vLLM's imports can keep this frame alive; without
         # this local the engine is freed by aclose(), not at interpreter exit (where it errors).
         del llm

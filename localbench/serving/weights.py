@@ -17,10 +17,11 @@ import importlib.util
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from localbench.paths import cache_dir
 from localbench.serving.presets import Preset, PresetError, load_preset
-from localbench.serving.types import ModelIdentity
+from localbench.serving.types import ModelIdentity, settings_hash
 
 
 class WeightsError(UserError, RuntimeError):
@@ -159,8 +160,16 @@ def hub_revision(preset: Preset, location: str) -> str | None:
     return resolve_hub_revision(src.repo, src.revision)
 
 
-def identity_of(preset: Preset, location: str) -> ModelIdentity:
-    """The cache identity: preset, where the weights are, and a revision or content hash.
+def preset_settings_hash(preset: Preset, engine_args: dict[str, Any] | None = None) -> str:
+    """Hash of the preset settings that change outputs: chat_template_kwargs and engine_args
+    (quantization, kv cache dtype, tokenizer, ...), with ``engine_args`` given to the engine on top."""
+    return settings_hash({"chat_template_kwargs": preset.chat_template_kwargs,
+                          "engine_args": {**preset.engine_args, **(engine_args or {})}})
+
+
+def identity_of(preset: Preset, location: str, *, engine_args: dict[str, Any] | None = None) -> ModelIdentity:
+    """The cache identity: preset, where the weights are, a revision or content hash, and a hash
+    of the preset's output-changing settings (editing them must not replay old answers).
 
     A hub revision is recorded as the commit it resolves to in the local cache (the one the
     engines load), so an unpinned preset records what it actually ran, not "main".
@@ -171,7 +180,8 @@ def identity_of(preset: Preset, location: str) -> ModelIdentity:
     else:
         revision = hub_revision(preset, location) or preset.source.revision
     return ModelIdentity(preset=preset.name, source=location if not p.is_dir() else p.name,
-                         revision=revision, dtype=preset.dtype)
+                         revision=revision, dtype=preset.dtype,
+                         settings=preset_settings_hash(preset, engine_args))
 
 
 def resolve_hub_revision(repo: str, revision: str) -> str:
