@@ -181,11 +181,22 @@ class MicroBatcher(Generic[T]):
             try:
                 await loop.run_in_executor(self._executor, self.runner, feed)
             except Exception as e:  # noqa: BLE001 - a failed batch fails its callers, not the server
-                feed.fail_unreported(e)
+                feed.fail_unreported(self._batch_error(e))
             else:
                 feed.fail_unreported(EngineError(f"{self.name}: the runner returned without a result"))
             if self.has_pending():
                 wakeup.set()
+
+    def _batch_error(self, e: Exception) -> EngineError:
+        """What the callers of a failed batch get: an EngineError (the engine failed, not their
+        request: CUDA out of memory, a device lost), so simulations retry it on the next attempt
+        instead of recording it as their own error. An EngineError passes unchanged."""
+        if isinstance(e, EngineError):
+            return e
+        try:
+            raise EngineError(f"{self.name}: a batch failed: {type(e).__name__}: {e}") from e
+        except EngineError as wrapped:
+            return wrapped
 
     async def aclose(self) -> None:
         """Stop batching and fail whatever is still queued; a later submit starts afresh."""
