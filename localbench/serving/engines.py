@@ -5,10 +5,15 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
+from localbench.errors import UserError
 from localbench.serving.presets import Preset, load_preset
 from localbench.serving.types import Backend
 
 ENGINES = ("hf", "vllm", "openai")
+
+
+class UnknownEngineError(UserError, ValueError):
+    """An engine name that is not one of ENGINES or auto (printed as one line by the CLI)."""
 
 
 def cuda_available() -> bool:
@@ -19,12 +24,15 @@ def cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def pick_engine(preset: Preset, engine: str = "auto") -> str:
-    """'auto' means in-process vLLM on a GPU and transformers (hf) on CPU."""
+def pick_engine(preset: Preset, engine: str = "auto", base_url: str | None = None) -> str:
+    """'auto' means the openai engine when a server URL is given, else in-process vLLM on a GPU
+    and transformers (hf) on CPU. The one rule for every command (run, simulate, generate)."""
     if engine != "auto":
         if engine not in ENGINES:
-            raise ValueError(f"unknown engine '{engine}': choose one of {', '.join(ENGINES)} or auto")
+            raise UnknownEngineError(f"unknown engine '{engine}': choose one of {', '.join(ENGINES)} or auto")
         return engine
+    if base_url:
+        return "openai"
     if cuda_available() and importlib.util.find_spec("vllm") is not None:
         return "vllm"
     return "hf"

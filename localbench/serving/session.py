@@ -27,7 +27,7 @@ def open_client(spec: RunSpec, role: str, run_dir: Path, cache: ResponseCache | 
     s = spec.serving
     preset = load_preset(spec.models.for_role(role))
     url = (s.judge_base_url or s.base_url) if role == "judge" else s.base_url
-    engine = "openai" if (s.engine == "auto" and url) else pick_engine(preset, s.engine)
+    engine = pick_engine(preset, s.engine, url)
     opts: dict[str, Any]
     if engine == "openai":
         if not url:
