@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -111,9 +112,11 @@ def score_stage(spec: RunSpec):
         if j.get("failure"):
             failures[j["judge"]] = failures.get(j["judge"], 0) + 1
     scores.failures = failures
-    n_sim_fail = sum(1 for t in transcripts if t.get("error"))
-    if n_sim_fail:
-        scores.notes.append(f"{n_sim_fail} simulations ended with an error; their metrics count as failed")
+    unscored = Counter(r["unscored"] for r in records if r.get("unscored"))
+    for why, n in sorted(unscored.items()):
+        hint = f" (`localbench judge {rd.path}` finishes it)" if "judg" in why else ""
+        scores.notes.append(f"{n} simulations have no leakage score: {why}{hint}; "
+                            "they count as failed, never as no leak")
     n_ctx = sum(1 for t in transcripts if t.get("termination") == "context_exhausted")
     if n_ctx:
         scores.notes.append(f"{n_ctx} simulations ended early: context_exhausted")

@@ -130,6 +130,34 @@ def test_resume_makes_no_new_calls(tiny_run):
     assert len(_jsonl(tiny_run / "transcripts.jsonl")) == 21
 
 
+def test_an_interrupted_judge_stage_is_reported_not_scored_as_no_leak(tiny_run, tmp_path):
+    """Judgments missing for part of a simulation (a killed judge stage) fail its metrics and say
+    so in the scores' notes; judging again completes it."""
+    import shutil
+
+    run = tmp_path / "tiny"
+    shutil.copytree(tiny_run, run)
+    judgments = _jsonl(run / "judgments.jsonl")
+    assert all(j.get("sim_targets") for j in judgments), "every judgment records its simulation's planned calls"
+    gc_sim = next(j["sim_key"] for j in judgments if j["category"] == "GC")
+    cut = [j for j in judgments if not (j["sim_key"] == gc_sim and j["judge"] == "privacy_pairs")]
+    assert len(cut) < len(judgments)
+    (run / "judgments.jsonl").write_text("".join(json.dumps(j) + "\n" for j in cut))
+    r = _run_cli("score", str(run))
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = {x["key"]: x for x in _jsonl(run / "scenario_scores.jsonl")}
+    assert rows[gc_sim]["unscored"] == "judging incomplete" and "MPLR" in rows[gc_sim]["failed"]
+    assert rows[gc_sim]["metrics"]["MPLR"] is None
+    notes = json.loads((run / "scores.json").read_text())["notes"]
+    assert any("judging incomplete" in n and "localbench judge" in n for n in notes), notes
+    r = _run_cli("judge", str(run))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert len(_jsonl(run / "judgments.jsonl")) == len(judgments)
+    r = _run_cli("score", str(run))
+    rows = {x["key"]: x for x in _jsonl(run / "scenario_scores.jsonl")}
+    assert rows[gc_sim]["unscored"] is None
+
+
 @pytest.mark.slow
 def test_run_end_to_end_with_smollm2(tmp_path, smollm2_dir):
     """The real packaged model through every stage: schema-valid or recorded-failed, report written."""

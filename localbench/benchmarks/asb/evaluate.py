@@ -42,9 +42,13 @@ def build_tasks(spec: RunSpec, transcripts: list[dict[str, Any]], scenarios: dic
         scenario = scenarios.get(t["scenario"])
         if scenario is None:
             raise KeyError(f"transcript {t['key']}: scenario '{t['scenario']}' is not in {spec.scenarios}")
-        for call in judge_calls(scenario, delivered_messages(t), fits):
+        calls = judge_calls(scenario, delivered_messages(t), fits)
+        planned: dict[str, list[str]] = {}
+        for call in calls:
+            planned.setdefault(call.judge, []).append(call.target)
+        for call in calls:
             key = f"{t['key']}|{call.judge}|{call.target}"
-            meta = _meta(t, call)
+            meta = {**_meta(t, call), "sim_targets": planned}  # lets scoring see a half-judged simulation
             if call.n_messages == 0:
                 if key in store:
                     continue
