@@ -1,6 +1,8 @@
 """Judge plumbing defects found in review, each pinned by a test on fake backends.
 
 1. Every judge call has its own store key, and the runner never lets an answer vanish.
+2. A prompt too long for the judge's context is a recorded failure, never sent, never scored as
+   "no leak" or "task not done", and never an exception that aborts the judge stage.
 """
 
 from __future__ import annotations
@@ -13,12 +15,12 @@ import pytest
 from asb_builders import cd
 from asb_fake import FakeBackend
 from fakes import ScriptedBackend
-from localbench.benchmarks.asb.judges import abstraction_calls
+from localbench.benchmarks.asb.judges import abstraction_calls, task_call
 from localbench.judging.runner import JudgeTask, JudgmentNotRecorded, run_judge_tasks
 from localbench.runtime.records import JsonlStore
 from localbench.serving.client import StructuredClient
 from localbench.serving.output import OutputSpec
-from localbench.serving.types import GenerationRequest
+from localbench.serving.types import GenerationRequest, check_prompt_fits
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -98,3 +100,83 @@ def test_runner_raises_when_its_answer_cannot_be_written(tmp_path):
     with pytest.raises(JudgmentNotRecorded, match="'k1' was written by someone else"):
         asyncio.run(run_judge_tasks(StructuredClient(ScriptedBackend(reply)), [_task("k1")], store,
                                     show_progress=False))
+
+
+# -- 2. prompts too long for the judge's context ------------------------------------------------
+
+class StrictBackend(FakeBackend):
+    """Refuses a prompt that does not fit, as the hf and vllm engines do (PromptTooLongError)."""
+
+    async def complete(self, request):
+        check_prompt_fits(self.count_tokens(request.messages), request, self.max_model_len, self.identity.preset)
+        return await super().complete(request)
+
+
+def test_task_judge_never_trims_to_no_messages():
+    sc = cd()
+    msgs = [_msg(i) for i in range(7)]
+    call = task_call(sc, msgs, lambda m: False)  # not even the last message fits
+    assert call.n_messages == 1 and call.truncated == 6  # not 0: that would be labelled by rule, TCQ 0
+    assert "[6]" in call.messages[-1]["content"]
+    assert task_call(sc, [], lambda m: False).n_messages == 0  # truly no messages: the rule label is right
+
+
+def test_a_message_too_long_for_the_judge_is_a_recorded_failure(tmp_path):
+    from localbench.benchmarks.asb.metrics import simulation_metrics
+
+    sc = cd()
+    # the last message alone exceeds the context: the task judge (which keeps the latest) cannot fit it
+    msgs = [_msg(0), _msg(1), _msg(2), _msg(3, "y" * 8000)]
+    backend = StrictBackend(max_model_len=1500)
+    store = JsonlStore(tmp_path / "judgments.jsonl")
+    summary = _judge(sc, [_transcript(sc, msgs)], StructuredClient(backend, cache=None), store)
+    records = list(store.read())
+    assert summary.done == summary.total == len(records)
+    refused = [r for r in records if r["failure"] and "does not fit" in r["failure"]]
+    judges = {r["judge"] for r in refused}
+    assert {"privacy", "task", "abstraction", "behaviour"} <= judges, judges
+    assert summary.too_long == len(refused) and summary.failed >= len(refused)
+    assert all(r["label"] is None and r["call"] is None for r in refused)
+    sent = {req.tag for req in backend.requests}
+    assert sent and not sent & {r["key"] for r in refused}  # never sent
+    m = simulation_metrics(sc, records)
+    assert {"CDLR", "TCQ", "Task%", "IAS"} <= set(m.failed)  # failed, not "no leak" / TCQ 0
+    assert m.values.get("CDLR") is None and m.values.get("TCQ") is None
+
+
+def test_gold_eval_counts_prompts_too_long_as_failures_without_sending(tmp_path):
+    from localbench.benchmarks.asb.judges import ItemLeakJudge
+    from localbench.benchmarks.asb.loaders import load_scenarios
+    from localbench.benchmarks.asb.planting import build_gold
+    from localbench.judging.evaluate import EvalConfig, load_eval, run_eval
+    from localbench.judging.gold import write_gold
+
+    items = build_gold(load_scenarios("builtin", ["CD"], limit=1).scenarios, seed=0, methods=["verbatim"])
+    gold = write_gold(tmp_path / "gold.jsonl", items)
+    backend = StrictBackend(max_model_len=300, name="small")
+    cfg = EvalConfig(judges=["small"])
+    summaries = asyncio.run(run_eval(gold, tmp_path / "ev", cfg, ItemLeakJudge(),
+                                     clients={"small": StructuredClient(backend, cache=None)}, show_progress=False))
+    s = summaries["small"]
+    assert s.total == s.failed == s.too_long == len(items) and backend.requests == []
+    data = load_eval(tmp_path / "ev")
+    assert all("does not fit" in r["failure"] for r in data.records) and data.failures("small") == len(items)
+
+
+def test_a_prompt_is_tokenized_once_when_built_and_when_run(tmp_path):
+    """The runner's context check reuses the count made when the call was built (no second /tokenize)."""
+    from judges_helpers import minimal
+
+    sc = cd()
+    backend = ScriptedBackend(lambda req: (json.dumps(minimal(req.output.schema)), "stop"))
+    counted = []
+    real = backend.count_tokens
+
+    def count(messages):
+        counted.append(json.dumps(messages, sort_keys=True))
+        return real(messages)
+
+    backend.count_tokens = count
+    _judge(sc, [_transcript(sc, [_msg(i) for i in range(3)])], StructuredClient(backend, cache=None),
+           JsonlStore(tmp_path / "j.jsonl"))
+    assert len(backend.calls) == 4 and len(counted) == len(set(counted)) == 4

@@ -208,7 +208,8 @@ def eval_(
                      benchmark=benchmark)
     summaries = asyncio.run(run_eval(gold, out, cfg, get_benchmark(benchmark).item_judge))
     for j, s in summaries.items():
-        typer.echo(f"{j}: {s.done} calls made, {s.skipped} already done, {s.failed} failed")
+        long = f" ({s.too_long} prompts too long for the judge's context, not sent)" if s.too_long else ""
+        typer.echo(f"{j}: {s.done} calls made, {s.skipped} already done, {s.failed} failed{long}")
     if report:
         _report(out, [], 1000)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
@@ -69,11 +70,42 @@ def schema_hash(schema: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(schema, sort_keys=True).encode()).hexdigest()[:16]
 
 
+_PROMPT_TOKENS: "weakref.WeakKeyDictionary[Any, dict[bytes, int]]" = weakref.WeakKeyDictionary()
+
+
+def prompt_tokens(backend: Any, messages: list[dict[str, str]]) -> int:
+    """``backend.count_tokens(messages)``, remembered per backend and prompt.
+
+    A judge call is measured when it is built (to split or trim its transcript) and again by the
+    runner just before it would be sent; the second look is free (no second tokenization, no second
+    request to a server's /tokenize).
+    """
+    try:
+        memo = _PROMPT_TOKENS.setdefault(backend, {})
+    except TypeError:  # a backend that cannot be weakly referenced: count every time
+        return backend.count_tokens(messages)
+    key = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).digest()
+    n = memo.get(key)
+    if n is None:
+        n = memo[key] = backend.count_tokens(messages)
+    return n
+
+
+def too_long(client: Any, messages: list[dict[str, str]], max_tokens: int) -> str | None:
+    """Why this prompt cannot be sent to the client's model (no room for ``max_tokens`` of answer
+    in its context window), or None when it fits. The text is recorded as the judgment's failure."""
+    backend = client.backend
+    n = prompt_tokens(backend, messages)
+    if n + max_tokens <= backend.max_model_len:
+        return None
+    return (f"prompt does not fit the context of '{backend.identity.preset}': {n} prompt tokens + "
+            f"max_tokens {max_tokens} > max_model_len {backend.max_model_len} (not sent)")
+
+
 def fits_in(client: Any, max_tokens: int) -> Fits:
     """Whether a prompt leaves room for ``max_tokens`` of answer in the client's context window."""
-    backend = client.backend
 
     def fits(messages: list[dict[str, str]]) -> bool:
-        return backend.count_tokens(messages) + max_tokens <= backend.max_model_len
+        return too_long(client, messages, max_tokens) is None
 
     return fits

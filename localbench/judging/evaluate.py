@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from localbench.judging.calls import ItemJudge, JudgeCall, fits_in, render_lines, schema_hash
+from localbench.judging.calls import ItemJudge, JudgeCall, render_lines, schema_hash
 from localbench.judging.construct import templates, templates_hash
 from localbench.judging.gold import GoldItem, GoldMessage, gold_hash, read_gold, write_gold
 from localbench.judging.runner import JudgeRunSummary, JudgeTask, run_judge_tasks
@@ -106,10 +106,13 @@ def planned_runs(config: EvalConfig) -> list[tuple[str, int]]:
     return [("base", k) for k in range(config.seeds)] + [(v, 0) for v in config.variants if v != "base"]
 
 
-def eval_tasks(judge: str, items: list[GoldItem], config: EvalConfig, client: StructuredClient,
-               store: JsonlStore, item_judge: ItemJudge) -> list[JudgeTask]:
-    """Every (item, variant, seed) task not yet in the store; prompts too long are recorded as failed."""
-    fits = fits_in(client, config.max_tokens)
+def eval_tasks(judge: str, items: list[GoldItem], config: EvalConfig, store: JsonlStore,
+               item_judge: ItemJudge) -> list[JudgeTask]:
+    """Every (item, variant, seed) task not yet in the store.
+
+    A prompt too long for the judge's context stays a task: ``run_judge_tasks`` records it as a
+    failed judgment without sending it, and counts it in the summary's failures.
+    """
     tasks = []
     for it in items:
         for variant, k in planned_runs(config):
@@ -121,12 +124,6 @@ def eval_tasks(judge: str, items: list[GoldItem], config: EvalConfig, client: St
             meta = {"preset": judge, "item_id": it.id, "variant": variant, "seed_index": k, "temperature": temp,
                     "judge": call.judge, "rubric": call.rubric, "rubric_hash": call.rubric_hash,
                     "schema_hash": schema_hash(call.schema), "n_messages": call.n_messages}
-            if not fits(call.messages):
-                store.append({"key": key, **meta, "judge_model": judge, "label": None,
-                              "failure": f"prompt does not fit the context of '{judge}' "
-                                         f"({client.backend.max_model_len} tokens with max_tokens {config.max_tokens})",
-                              "text": None, "call": None})
-                continue
             req = GenerationRequest(messages=call.messages, output=OutputSpec.from_schema(call.schema, name="privacy"),
                                     role="judge", max_tokens=config.max_tokens, temperature=temp,
                                     seed=derive_seed(config.seed, "gold-eval", it.id, variant, k), tag=key)
@@ -147,7 +144,7 @@ async def evaluate_judge(judge: str, client: StructuredClient, items: list[GoldI
                          show_progress: bool | None = None) -> JudgeRunSummary:
     planned = {task_key(judge, it.id, v, k) for it in items for v, k in planned_runs(config)}
     before = len(planned & store.keys())
-    tasks = eval_tasks(judge, items, config, client, store, item_judge)
+    tasks = eval_tasks(judge, items, config, store, item_judge)
     summary = await run_judge_tasks(client, tasks, store, show_progress=show_progress)
     summary.total, summary.skipped = len(planned), summary.skipped + before
     return summary

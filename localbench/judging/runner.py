@@ -6,7 +6,10 @@ batches them, and records successes and failures alike. Rerunning skips keys alr
 
 Every answer the runner pays for is written under its own key: two tasks that share a key are
 refused before anything is sent, and a key that another writer took while a task ran is an error
-(``JudgmentNotRecorded``), never a result that silently vanishes.
+(``JudgmentNotRecorded``), never a result that silently vanishes. A prompt that leaves no room for
+the answer in the judge's context window is recorded as a failed judgment without being sent (the
+engine would refuse it, and one refusal must not abort the whole pass): like any failure it is
+counted, and scoring never reads it as "no leak".
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from localbench.judging.calls import too_long
 from localbench.runtime.records import JsonlStore
 from localbench.runtime.scheduler import Progress
 from localbench.serving.client import StructuredClient
-from localbench.serving.types import GenerationRequest
+from localbench.serving.types import GenerationRequest, PromptTooLongError
 
 
 @dataclass
@@ -49,8 +53,9 @@ def check_unique_keys(tasks: list[JudgeTask]) -> None:
 class JudgeRunSummary:
     total: int = 0
     skipped: int = 0  # already in the store (resumed)
-    done: int = 0
+    done: int = 0  # recorded by this pass (answers and failures)
     failed: int = 0
+    too_long: int = 0  # of the failed: prompts that did not fit the judge's context (never sent)
 
 
 async def run_judge_tasks(client: StructuredClient, tasks: list[JudgeTask], store: JsonlStore,
@@ -64,9 +69,32 @@ async def run_judge_tasks(client: StructuredClient, tasks: list[JudgeTask], stor
     mode = ("bar" if sys.stderr.isatty() else "log") if show_progress is None else ("bar" if show_progress else "off")
     progress = Progress(len(todo), [client.stats], "judging", mode if todo else "off")
 
+    def record(task: JudgeTask, label: dict[str, Any] | None, failure: str | None, text: str | None,
+               call: dict[str, Any] | None) -> None:
+        if not store.append({"key": task.key, **task.meta, "judge_model": client.model_name, "label": label,
+                             "failure": failure, "text": text, "call": call}):
+            raise JudgmentNotRecorded(
+                f"{store.path}: key '{task.key}' was written by someone else while this task ran, so its "
+                "answer was not recorded (is another process judging into the same file?)")
+        summary.done += 1
+        summary.failed += failure is not None
+        progress.update(summary.done, summary.failed)
+
+    def refuse(task: JudgeTask, why: str) -> None:
+        summary.too_long += 1
+        record(task, None, why, None, None)
+
     async def one(task: JudgeTask) -> None:
-        async with sem:
-            res = await client.generate(task.request)
+        why = too_long(client, task.request.messages, task.request.max_tokens)
+        if why is not None:
+            refuse(task, why)
+            return
+        try:
+            async with sem:
+                res = await client.generate(task.request)
+        except PromptTooLongError as e:  # the engine counted differently: still a recorded failure
+            refuse(task, f"prompt does not fit the context of '{client.model_name}' (not sent): {e}")
+            return
         label, failure = None, res.failure
         if res.ok:
             data = res.parsed.model_dump() if hasattr(res.parsed, "model_dump") else res.parsed
@@ -74,14 +102,7 @@ async def run_judge_tasks(client: StructuredClient, tasks: list[JudgeTask], stor
                 label = task.decode(data)
             except (KeyError, ValueError, TypeError) as e:  # schema-valid but undecodable: a failure too
                 failure = f"undecodable answer: {e!r}"
-        if not store.append({"key": task.key, **task.meta, "judge_model": client.model_name, "label": label,
-                             "failure": failure, "text": res.text if failure else None, "call": res.summary()}):
-            raise JudgmentNotRecorded(
-                f"{store.path}: key '{task.key}' was written by someone else while this task ran, so its "
-                "answer was not recorded (is another process judging into the same file?)")
-        summary.done += 1
-        summary.failed += failure is not None
-        progress.update(summary.done, summary.failed)
+        record(task, label, failure, res.text if failure else None, res.summary())
 
     with progress:
         await asyncio.gather(*(one(t) for t in todo))

@@ -7,7 +7,10 @@ per item (and per recipient), so a judge cannot skip anything; keys are short (`
 mapped back to item ids when a label is decoded.
 
 A transcript too long for the judge's context is split into chunks judged separately and merged
-(the worst level wins for leakage; the task judge keeps the most recent messages instead).
+(the worst level wins for leakage; the task judge keeps the most recent messages instead). A call
+that still does not fit (one message too long on its own) is kept as it is: the judge runner records
+it as a failed judgment without sending it, so it is counted as a failure, never scored as no leak
+or as a failed task.
 """
 
 from __future__ import annotations
@@ -199,7 +202,13 @@ def abstraction_calls(scenario: Scenario, messages: list[dict[str, Any]], fits: 
 
 
 def task_call(scenario: Scenario, messages: list[dict[str, Any]], fits: Fits) -> JudgeCall:
-    """Task completion (yes/no) and quality in five levels; keeps the latest messages that fit."""
+    """Task completion (yes/no) and quality in five levels; keeps the latest messages that fit.
+
+    It never trims down to no messages: a call with none is labelled by rule as "nothing was done"
+    (TCQ 0), which would score a transcript too long to judge as a failed task. When even the last
+    message does not fit, the call keeps it, and the runner records the call as a failed judgment
+    without sending it.
+    """
     schema = _obj({"justification": {"type": "string", "maxLength": 200}, "task_completed": {"type": "boolean"},
                    "quality": {"enum": list(TCQ_LEVELS)}})
     kept = list(messages)
@@ -207,7 +216,7 @@ def task_call(scenario: Scenario, messages: list[dict[str, Any]], fits: Fits) ->
         ctx = {"task": scenario.task, "success": scenario.success_criteria.task_completed,
                "transcript": render_transcript(scenario, kept)}
         msgs = _chat("asb/task.j2", **ctx)
-        if fits(msgs) or not kept:
+        if fits(msgs) or len(kept) <= 1:  # never down to no messages (see above)
             return JudgeCall("task", "all", "asb/task.j2", msgs, schema, truncated=len(messages) - len(kept),
                              n_messages=len(kept))
         kept = kept[max(1, len(kept) // 4):]
