@@ -3,6 +3,7 @@
 1. Every judge call has its own store key, and the runner never lets an answer vanish.
 2. A prompt too long for the judge's context is a recorded failure, never sent, never scored as
    "no leak" or "task not done", and never an exception that aborts the judge stage.
+3. Rerunning a gold eval into the same directory with settings that change answers is refused.
 """
 
 from __future__ import annotations
@@ -180,3 +181,67 @@ def test_a_prompt_is_tokenized_once_when_built_and_when_run(tmp_path):
     _judge(sc, [_transcript(sc, [_msg(i) for i in range(3)])], StructuredClient(backend, cache=None),
            JsonlStore(tmp_path / "j.jsonl"))
     assert len(backend.calls) == 4 and len(counted) == len(set(counted)) == 4
+
+
+# -- 3. a gold eval's settings must match on rerun ----------------------------------------------
+
+def _gold(tmp_path):
+    from localbench.benchmarks.asb.loaders import load_scenarios
+    from localbench.benchmarks.asb.planting import build_gold
+    from localbench.judging.gold import write_gold
+
+    items = build_gold(load_scenarios("builtin", ["CD"], limit=1).scenarios, seed=0, methods=["verbatim", "absent"])
+    return write_gold(tmp_path / "gold.jsonl", items)
+
+
+def _eval(gold, out, judges, **settings):
+    from judges_helpers import scripted_judge
+    from localbench.benchmarks.asb.judges import ItemLeakJudge
+    from localbench.judging.evaluate import EvalConfig, run_eval
+
+    clients = {j: scripted_judge(lambda req, k, text: "none", j) for j in judges}
+    return asyncio.run(run_eval(gold, out, EvalConfig(judges=list(judges), **settings), ItemLeakJudge(),
+                                clients=clients, show_progress=False))
+
+
+def test_adding_a_judge_with_the_same_settings_resumes(tmp_path):
+    gold, out = _gold(tmp_path), tmp_path / "ev"
+    _eval(gold, out, ["a"], seeds=2, max_tokens=300)
+    s = _eval(gold, out, ["a", "b"], seeds=2, max_tokens=300)
+    assert s["a"].done == 0 and s["a"].skipped == s["a"].total and s["b"].done == s["b"].total > 0
+    cfg = json.loads((out / "eval.json").read_text())
+    assert cfg["judges"] == ["a", "b"] and cfg["prompt_hash"]
+
+
+@pytest.mark.parametrize("setting, old, new", [("seed", 0, 1), ("temperature", 0.7, 1.0),
+                                               ("pad_messages", 8, 4), ("max_tokens", 400, 300)])
+def test_rerun_with_other_answer_settings_is_refused(tmp_path, setting, old, new):
+    from localbench.errors import UserError
+
+    gold, out = _gold(tmp_path), tmp_path / "ev"
+    _eval(gold, out, ["a"], seeds=2, pad=True, **{setting: old})
+    before = ((out / "eval.json").read_text(), (out / "judgments.jsonl").read_text())
+    with pytest.raises(UserError) as e:
+        _eval(gold, out, ["a", "b"], seeds=2, pad=True, **{setting: new})
+    msg = str(e.value)
+    assert "\n" not in msg and f"{setting} {old!r} → {new!r}" in msg and "new --out" in msg
+    assert ((out / "eval.json").read_text(), (out / "judgments.jsonl").read_text()) == before
+
+
+@pytest.mark.parametrize("rubric", ["asb/privacy_items.j2", "asb/system.j2"])
+def test_rerun_after_editing_the_judge_prompt_is_refused(tmp_path, monkeypatch, rubric):
+    """The rubric, and the system prompt beside it (which its file hash does not cover)."""
+    import shutil
+
+    from localbench.errors import UserError
+    from localbench.judging import templates
+
+    gold, out = _gold(tmp_path), tmp_path / "ev"
+    _eval(gold, out, ["a"])
+    edited = tmp_path / "judges"
+    shutil.copytree(templates.judges_dir(), edited)
+    with open(edited / rubric, "a", encoding="utf-8") as f:
+        f.write("\nBe strict.\n")
+    monkeypatch.setattr(templates, "judges_dir", lambda: edited)
+    with pytest.raises(UserError, match="prompt_hash"):
+        _eval(gold, out, ["a"])

@@ -34,6 +34,12 @@ from localbench.serving.types import GenerationRequest
 
 VARIANTS = ("base", "shuffled", "padded")
 CONFIG_FILE = "eval.json"
+# Settings that change the answer stored under a key (judge|item|variant|seed index, which names none
+# of them): a rerun into the same directory must match them, or old and new answers would mix.
+# seeds, shuffle and pad only add or drop keys; engine and base_url say where a judge runs, not what
+# it is (each judge's model identity is checked on its own).
+ANSWER_SETTINGS = ("seed", "temperature", "pad_messages", "max_tokens", "templates_hash", "rubric",
+                   "rubric_hash", "prompt_hash")
 GOLD_COPY = "gold.jsonl"
 JUDGMENTS = "judgments.jsonl"
 
@@ -58,6 +64,7 @@ class EvalConfig:
     benchmark: str = "asb"  # whose item judge is asked (the plug-in's name)
     rubric: str = ""  # the item judge's rubric, recorded by prepare()
     rubric_hash: str = ""
+    prompt_hash: str = ""  # the judge's whole prompt and schema for a fixed probe item (see probe_hash)
     judge_metrics: str = ""  # the benchmark metrics that judge's labels feed, for the verdicts
 
     @property
@@ -166,8 +173,26 @@ def open_judge(judge: str, config: EvalConfig, out: Path) -> StructuredClient:
     return open_client(spec, "judge", out)
 
 
+def probe_hash(item_judge: ItemJudge) -> str:
+    """Hash of the judge's messages and schema for one fixed probe item.
+
+    It changes with anything that changes what the judge is shown — the rubric, the system prompt,
+    the schema, the transcript format — not only with the rubric file's own hash.
+    """
+    probe = GoldItem.model_validate({
+        "id": "probe", "item": {"owner": "Owner", "text": "a private fact"}, "label": "none",
+        "messages": [{"sender": "a", "recipients": ["b"], "content": "a message"}],
+        "source": {"kind": "construction"}})
+    call = judge_call(item_judge, probe)
+    return schema_hash({"messages": call.messages, "schema": call.schema})
+
+
 def prepare(gold: str | Path, out: str | Path, config: EvalConfig, item_judge: ItemJudge) -> list[GoldItem]:
-    """Validate the gold set, copy it into <out>, and record the config; a rerun must match it."""
+    """Validate the gold set, copy it into <out>, and record the config.
+
+    A rerun into the same <out> may add judges, seeds and variants; it must ask the same gold set
+    of the same benchmark's judge with the same ``ANSWER_SETTINGS``, or it is refused (UserError).
+    """
     items = read_gold(gold)
     outp = Path(out)
     outp.mkdir(parents=True, exist_ok=True)
@@ -177,6 +202,7 @@ def prepare(gold: str | Path, out: str | Path, config: EvalConfig, item_judge: I
 
     config.rubric, config.judge_metrics = item_judge.rubric, item_judge.metrics
     config.rubric_hash = rubric_hash(config.rubric)
+    config.prompt_hash = probe_hash(item_judge)
     cfg_path = outp / CONFIG_FILE
     if cfg_path.exists():
         from localbench.errors import UserError
@@ -188,6 +214,11 @@ def prepare(gold: str | Path, out: str | Path, config: EvalConfig, item_judge: I
         if old.get("benchmark", "asb") != config.benchmark:
             raise UserError(f"{out}: this eval directory holds answers to the '{old.get('benchmark', 'asb')}' "
                             f"benchmark's judge, not '{config.benchmark}'; use a new --out")
+        new = asdict(config)
+        diff = [f"{k} {old[k]!r} → {new[k]!r}" for k in ANSWER_SETTINGS if k in old and old[k] != new[k]]
+        if diff:
+            raise UserError(f"{out}: this eval directory holds answers made with other settings "
+                            f"({'; '.join(diff)}); use a new --out, or rerun with the old settings")
         config.judges = list(dict.fromkeys(old.get("judges", []) + config.judges))
     cfg_path.write_text(json.dumps(asdict(config), indent=2))
     write_gold(outp / GOLD_COPY, items)
