@@ -51,7 +51,15 @@ def read_transcripts(rd: RunDir) -> list[dict[str, Any]]:
 # -- stages -----------------------------------------------------------------------------------
 
 def simulate_stage(spec: RunSpec) -> Path:
-    return benchmark_of(spec).simulate(spec).run_dir
+    """Simulate; stop the run (UserError) if the engine failed, so later stages never judge and
+    score a partial set as if it were the whole run."""
+    summary = benchmark_of(spec).simulate(spec)
+    if summary.engine_errors:
+        raise UserError(
+            f"{summary.engine_errors} of {summary.total} simulations stopped by engine errors, the first: "
+            f"{summary.first_engine_error}. Finished simulations are kept in {summary.run_dir}; fix the engine "
+            f"and rerun the same command to run the rest (details: {summary.run_dir / 'sim_errors.jsonl'})")
+    return summary.run_dir
 
 
 async def judge_transcripts(spec: RunSpec, transcripts: list[dict[str, Any]], scenarios: dict[str, Any],

@@ -158,6 +158,22 @@ def test_an_interrupted_judge_stage_is_reported_not_scored_as_no_leak(tiny_run, 
     assert rows[gc_sim]["unscored"] is None
 
 
+def test_run_stops_after_simulate_when_the_engine_is_dead(tmp_path):
+    """A dead server: `run` exits non-zero naming the endpoint, and never judges or scores a partial set."""
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    r = _run_cli("run", "--agent", "tiny-random", "--engine", "openai", "--base-url", url, "--categories", "CD",
+                 "--levels", "L0", "--limit", "1", "--out", str(tmp_path), "--run-id", "dead", timeout=300)
+    assert r.returncode != 0
+    assert "stopped by engine errors" in r.stderr and url in r.stderr, r.stderr[-2000:]
+    assert "Traceback" not in r.stderr
+    assert not (tmp_path / "dead" / "judgments.jsonl").exists() and not (tmp_path / "dead" / "scores.json").exists()
+
+
 @pytest.mark.slow
 def test_run_end_to_end_with_smollm2(tmp_path, smollm2_dir):
     """The real packaged model through every stage: schema-valid or recorded-failed, report written."""

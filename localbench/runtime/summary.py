@@ -16,6 +16,7 @@ class SimulationSummary:
     done: int = 0
     errors: int = 0  # simulations recorded with an error
     engine_errors: int = 0  # not recorded; they run again next time
+    first_engine_error: str = ""  # the first of them, as the engine worded it (it names the endpoint)
     failed_turns: int = 0
     context_cuts: int = 0
     context_exhausted: int = 0
@@ -36,5 +37,6 @@ class SimulationSummary:
                f"{self.errors} with errors; {self.failed_turns} failed turns, {self.context_cuts} context cuts, "
                f"{self.context_exhausted} context_exhausted; endings: {ends} ({self.wall_s:.1f} s)")
         if self.engine_errors:
-            out += f"; {self.engine_errors} stopped by engine errors (rerun to retry; see sim_errors.jsonl)"
+            out += (f"; {self.engine_errors} stopped by engine errors, first: {self.first_engine_error} "
+                    "(rerun to retry; see sim_errors.jsonl)")
         return out

@@ -204,6 +204,7 @@ async def simulate_scenarios(
                             "traceback": err.traceback[-4000:]})
         if isinstance(err.exception, EngineError):
             summary.engine_errors += 1
+            summary.first_engine_error = summary.first_engine_error or err.error
             return
         store.append(error_record(by_key[job.key], clients, err))
         summary.errors += 1
