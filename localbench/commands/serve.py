@@ -1,7 +1,8 @@
 """`localbench serve PRESET`: run vLLM's OpenAI-compatible server for a preset until Ctrl-C.
 
 Another machine (or another run) then uses it with the ``openai`` engine and the printed base
-URL; the server has the same grammar settings as the in-process ``vllm`` engine.
+URL; the server has the same grammar settings as the in-process ``vllm`` engine and serves the
+model under the preset's name, so the client needs the preset file but not the weights.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Start vLLM's OpenAI-compatible server for PRESET; Ctrl-C stops it."""
         from localbench.serving.presets import load_preset
-        from localbench.serving.server import VLLMServer
+        from localbench.serving.server import VLLMServer, public_host
         from localbench.serving.types import EngineError
 
         p = load_preset(preset)  # PresetError (a UserError) prints as one line
@@ -51,8 +52,7 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"starting vLLM for preset '{p.name}' on {server.root_url} (log: {server.log_path}) ...")
         try:
             server.start()
-            shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
-            base_url = f"http://{shown}:{server.port}/v1"
+            base_url = f"http://{public_host(host)}:{server.port}/v1"  # 0.0.0.0: this machine's name
             typer.echo(f"ready: {base_url}  (model name: {server.model})")
             typer.echo(f"use it: localbench generate 'Hello' -m {p.name} --engine openai --base-url {base_url}")
             typer.echo(f"   or, in a run spec: serving: {{engine: openai, base_url: {base_url}}}")

@@ -11,14 +11,20 @@ endpoint, the attempts, the time spent and the last error. Any other 4xx is the 
 fault and is raised at once with the server's message. A server that comes back (restarted on
 the same port) is simply used again: there is no connection state to rebuild.
 
-The model name sent is what the server was started with: the preset's location (a local
-directory or hub id, vLLM's default served name) unless ``model=`` says otherwise.
+The model name sent is the preset's name, which ``localbench serve`` gives its server
+(``--served-model-name``), so a client needs the preset file but not the weights, and the name is
+the same on every host. When the server answers that it has no such model, the client asks it
+once (``GET /v1/models``) whether it serves the preset under vLLM's default name (the hub repo id
+or the local path, for a server started by hand with ``vllm serve REPO``) and uses that. An
+explicit ``model=`` is sent as given. The weights are touched only to count tokens locally, and
+only on a server without ``/tokenize``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+import threading
 import time
 from typing import Any
 
@@ -75,7 +81,8 @@ class OpenAIBackend:
                  max_concurrency: int = 64, api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT_S,
                  max_attempts: int = 6, backoff_s: float = 0.5, backoff_max_s: float = 20.0,
                  chat_template_kwargs: dict[str, Any] | None = None, tokenizer_location: str | None = None,
-                 grammar_backend: str = "server", transport: httpx.AsyncBaseTransport | None = None):
+                 grammar_backend: str = "server", transport: httpx.AsyncBaseTransport | None = None,
+                 model_aliases: list[str] | None = None, preset: Preset | None = None):
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
         if max_attempts < 1:
@@ -92,6 +99,11 @@ class OpenAIBackend:
         self.timeout = timeout
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.tokenizer_location = tokenizer_location
+        self.preset = preset  # where a local tokenizer comes from when tokenizer_location is None
+        # other names the server may serve this model under; asked for once, after a 404
+        self.model_aliases = [a for a in (model_aliases or []) if a and a != model]
+        self._model_checked = not self.model_aliases
+        self._model_lock = threading.Lock()
         self.grammar_backend = grammar_backend
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._sem = asyncio.Semaphore(max_concurrency)
@@ -108,24 +120,61 @@ class OpenAIBackend:
     def from_preset(cls, preset: Preset, base_url: str | None = None, max_concurrency: int = 64,
                     api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT_S, max_attempts: int = 6,
                     model: str | None = None, grammar_backend: str = "server", backoff_s: float = 0.5,
-                    backoff_max_s: float = 20.0, **_: Any) -> "OpenAIBackend":
-        """A client for a server that serves ``preset``; ``model`` defaults to the preset's location.
+                    backoff_max_s: float = 20.0, transport: httpx.AsyncBaseTransport | None = None,
+                    **_: Any) -> "OpenAIBackend":
+        """A client for a server that serves ``preset``, without its weights.
 
+        ``model`` defaults to the preset's name (what ``localbench serve`` serves it as; the hub
+        repo id or local path are tried after a 404); an explicit ``model`` is sent as given.
         ``grammar_backend`` only records what the server constrains with (a server started by
         ``localbench serve`` uses xgrammar); options meant for other engines are ignored.
         """
-        from localbench.serving.weights import identity_of, materialize
+        from localbench.serving.weights import declared_identity, served_names
 
         if not base_url:
             raise EngineError(
                 f"the openai engine needs base_url= (e.g. http://127.0.0.1:8000/v1); "
                 f"start a server with `localbench serve {preset.name}`"
             )
-        location = materialize(preset)
-        return cls(base_url, model or location, identity_of(preset, location), max_model_len=preset.max_model_len,
+        names = [model] if model else served_names(preset)
+        return cls(base_url, names[0], declared_identity(preset), max_model_len=preset.max_model_len,
                    max_concurrency=max_concurrency, api_key=api_key, timeout=timeout, max_attempts=max_attempts,
-                   chat_template_kwargs=preset.chat_template_kwargs, tokenizer_location=location,
-                   grammar_backend=grammar_backend, backoff_s=backoff_s, backoff_max_s=backoff_max_s)
+                   chat_template_kwargs=preset.chat_template_kwargs, grammar_backend=grammar_backend,
+                   backoff_s=backoff_s, backoff_max_s=backoff_max_s, transport=transport,
+                   model_aliases=names[1:], preset=preset)
+
+    # -- the served model name ---------------------------------------------------------------
+
+    def _may_switch(self, body: dict[str, Any]) -> bool:
+        """Whether a 404 for ``body`` may be cured by another of the model's names."""
+        return "model" in body and (body["model"] != self.model or not self._model_checked)
+
+    def _switch_model(self, sent: str) -> bool:
+        """After a 404 for a request that named ``sent``: whether to resend it under ``self.model``.
+
+        Asks the server once (``GET /v1/models``) which of this model's names it serves; only
+        names from ``model_aliases`` are taken, never a model the preset does not name.
+        """
+        with self._model_lock:
+            if self.model != sent:
+                return True  # another request found the served name meanwhile
+            if self._model_checked:
+                return False
+            self._model_checked = True
+            sync = self._transport if isinstance(self._transport, httpx.BaseTransport) else None
+            try:
+                with httpx.Client(transport=sync, headers=self._headers, timeout=30.0) as client:
+                    r = client.get(f"{self.base_url}/models")
+                served = {m.get("id") for m in r.json().get("data", [])} if r.status_code == 200 else set()
+            except (httpx.HTTPError, ValueError, AttributeError, TypeError):
+                return False
+            if self.model in served:
+                return False
+            for alias in self.model_aliases:
+                if alias in served:
+                    self.model = alias
+                    return True
+            return False
 
     # -- HTTP with retries -------------------------------------------------------------------
 
@@ -141,22 +190,32 @@ class OpenAIBackend:
         d = min(self.backoff_max_s, self.backoff_s * 2 ** (attempt - 1))
         return d * (0.5 + random.random() / 2)
 
+    async def _send(self, url: str, body: dict[str, Any]) -> tuple[httpx.Response | None, str]:
+        """One POST under the concurrency bound: the response, or None and why there is none."""
+        async with self._sem:
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            self.requests_sent += 1
+            try:
+                return await self._http().post(url, json=body), ""
+            except httpx.HTTPError as e:  # transport trouble: refused, reset, timeout
+                return None, _why(e)
+            finally:
+                self.in_flight -= 1
+
     async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         url = f"{self.base_url}{path}"
         t0 = time.monotonic()
         last = "no attempt made"
         for attempt in range(1, self.max_attempts + 1):
-            async with self._sem:
-                self.in_flight += 1
-                self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
-                self.requests_sent += 1
-                try:
-                    r = await self._http().post(url, json=body)
-                except httpx.HTTPError as e:  # transport trouble: refused, reset, timeout
-                    r, last = None, _why(e)
-                finally:
-                    self.in_flight -= 1
-            if r is not None:
+            r, why = await self._send(url, body)
+            if r is not None and r.status_code == 404 and self._may_switch(body) \
+                    and await asyncio.to_thread(self._switch_model, body["model"]):
+                body = {**body, "model": self.model}  # the server serves this model under another of its names
+                r, why = await self._send(url, body)
+            if r is None:
+                last = why
+            else:
                 if r.status_code < 400:
                     try:
                         return r.json()
@@ -165,7 +224,11 @@ class OpenAIBackend:
                 elif r.status_code == 429 or r.status_code >= 500:
                     last = f"HTTP {r.status_code}: {_server_message(r)}"
                 else:
-                    raise EngineError(f"{url} rejected the request (HTTP {r.status_code}): {_server_message(r)}")
+                    hint = ""
+                    if r.status_code == 404 and self.preset is not None and self.model == self.preset.name:
+                        hint = (f" (the model name sent is the preset's, '{self.model}': serve it with "
+                                f"`localbench serve {self.model}` or vLLM's --served-model-name {self.model})")
+                    raise EngineError(f"{url} rejected the request (HTTP {r.status_code}): {_server_message(r)}{hint}")
             if attempt < self.max_attempts:
                 self.retries += 1
                 await asyncio.sleep(self._delay(attempt))
@@ -221,6 +284,9 @@ class OpenAIBackend:
                 body["chat_template_kwargs"] = self.chat_template_kwargs
             try:
                 r = httpx.post(f"{self.root_url}/tokenize", json=body, headers=self._headers, timeout=30.0)
+                if r.status_code == 404 and self._may_switch(body) and self._switch_model(body["model"]):
+                    body["model"] = self.model
+                    r = httpx.post(f"{self.root_url}/tokenize", json=body, headers=self._headers, timeout=30.0)
                 if r.status_code == 200 and "count" in r.json():
                     self._tokenize_endpoint = True
                     return int(r.json()["count"])
@@ -237,7 +303,13 @@ class OpenAIBackend:
             try:
                 from transformers import AutoTokenizer
 
-                self._tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_location or self.model)
+                location, revision = self.tokenizer_location, None
+                if location is None and self.preset is not None:  # the preset's weights, built only now
+                    from localbench.serving.weights import hub_revision, materialize
+
+                    location = materialize(self.preset)
+                    revision = hub_revision(self.preset, location)
+                self._tokenizer = AutoTokenizer.from_pretrained(location or self.model, revision=revision)
             except Exception as e:  # noqa: BLE001 - missing transformers, missing files, offline hub
                 raise EngineError(
                     f"cannot count tokens for {self.model}: {self.root_url}/tokenize is unavailable and no "

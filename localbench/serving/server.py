@@ -83,11 +83,19 @@ def _cuda_available() -> bool:
     return cuda_available()
 
 
+def public_host(host: str) -> str:
+    """The host name to give clients: this machine's name for a wildcard bind address."""
+    if host in ("0.0.0.0", "::", "[::]", ""):
+        return socket.gethostname()
+    return host
+
+
 class VLLMServer:
     """One vLLM server process for one preset; a context manager.
 
-    ``base_url`` is the OpenAI base (``http://HOST:PORT/v1``); ``model`` is the name it serves
-    (the weights' location, as vLLM names it by default); ``log_path`` holds its output.
+    ``base_url`` is the OpenAI base (``http://HOST:PORT/v1``); ``model`` is the name it serves:
+    the preset's name (``--served-model-name``), so that clients name it without its weights and
+    alike on every host; ``location`` is where the weights are; ``log_path`` holds its output.
     """
 
     def __init__(self, preset: Preset | str, *, port: int | None = None, host: str = DEFAULT_HOST,
@@ -108,6 +116,12 @@ class VLLMServer:
 
     @property
     def model(self) -> str:
+        """The name the server serves the model under (what the openai engine sends by default)."""
+        return self.preset.name
+
+    @property
+    def location(self) -> str:
+        """The weights the server loads (built or converted first if needed)."""
         if self._location is None:
             from localbench.serving.weights import materialize
 
@@ -127,13 +141,13 @@ class VLLMServer:
         from localbench.serving.weights import hub_revision
 
         settings = engine_settings(self.preset, on_cpu=self.on_cpu)
-        revision = hub_revision(self.preset, self.model)
+        revision = hub_revision(self.preset, self.location)
         if revision is not None:
             settings.setdefault("revision", revision)  # a hub preset loads its pinned (or resolved) commit
         if self.preset.chat_template_kwargs:
             settings["default_chat_template_kwargs"] = self.preset.chat_template_kwargs
-        return [*server_entry(), "--model", self.model, "--host", self.host, "--port", str(self.port),
-                *cli_flags(settings), *self.extra_args]
+        return [*server_entry(), "--model", self.location, "--served-model-name", self.model,
+                "--host", self.host, "--port", str(self.port), *cli_flags(settings), *self.extra_args]
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)

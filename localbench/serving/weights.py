@@ -184,6 +184,37 @@ def identity_of(preset: Preset, location: str, *, engine_args: dict[str, Any] | 
                          settings=preset_settings_hash(preset, engine_args))
 
 
+def declared_identity(preset: Preset) -> ModelIdentity:
+    """A preset's identity from its file alone, building and reading no weights.
+
+    For the ``openai`` engine, whose weights live with the server (often on another machine): a
+    hub repo is named with its revision (resolved against the local HF cache when that holds the
+    repo, as given otherwise); other sources are named by what the preset declares.
+    """
+    src = preset.source
+    if src.kind == "hf-hub":
+        if not src.repo:
+            raise PresetError(f"preset '{preset.name}': source.repo is required for kind hf-hub")
+        source, revision = src.repo, resolve_hub_revision(src.repo, src.revision)
+    elif src.kind == "local":
+        source, revision = src.path or "", "local"
+    elif src.kind == "pypi-gguf":
+        source, revision = f"{src.package}/{src.file}", "pypi-gguf"
+    else:
+        source, revision = f"tiny-random:{src.base or 'smollm2-135m'}", f"seed{src.seed}"
+    return ModelIdentity(preset=preset.name, source=source, revision=revision, dtype=preset.dtype,
+                         settings=preset_settings_hash(preset))
+
+
+def served_names(preset: Preset) -> list[str]:
+    """Names a server may serve a preset under, in order of preference: the preset's name (what
+    ``localbench serve`` uses), then vLLM's default for a server started by hand (the hub repo id
+    or the local path)."""
+    src = preset.source
+    names = [preset.name, src.repo if src.kind == "hf-hub" else None, src.path if src.kind == "local" else None]
+    return [n for i, n in enumerate(names) if n and n not in names[:i]]
+
+
 def resolve_hub_revision(repo: str, revision: str) -> str:
     """The commit a hub revision points to in the local HF cache, if it can be found offline.
 
