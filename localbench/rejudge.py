@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from localbench.errors import UserError
+from localbench.judging.templates import judges_dir
 from localbench.pipeline import benchmark_of, judge_transcripts, read_transcripts, scenarios_for, spec_of
-from localbench.rundir import RunDir
+from localbench.rundir import RunDir, file_hashes
 from localbench.runtime.records import JsonlStore
 from localbench.serving.client import StructuredClient
 
@@ -101,18 +102,30 @@ async def rejudge_one(run_dir: str | Path, judge: str, leakage_only: bool = True
     own = client is None
     client = client or open_client(spec, "judge", rd.path)
     try:
+        # what a run's judge stage records in spec.yaml: the model behind the preset, the engine, and
+        # the hash of every rubric; written before judging, so a crashed rejudge still says who judged
+        info = {"judge": judge, "leakage_only": leakage_only, "identity": dict(client.backend.identity.__dict__),
+                "engine": client.backend.describe(),
+                "rubrics": file_hashes(run.benchmark.rubric_files(), judges_dir()),
+                "max_tokens": spec.judge_max_tokens, "temperature": 0.0}
+        _write_info(out, info)
         summary = await judge_transcripts(spec, run.transcripts, run.scenarios, client, store,
                                           leakage_only=leakage_only, show_progress=show_progress)
     finally:
         if own:
             await client.aclose()
-    (out / "rejudge.json").write_text(json.dumps({
-        "judge": judge, "leakage_only": leakage_only, "calls": summary.total, "done": summary.done,
-        "skipped": summary.skipped, "failed": summary.failed}, indent=2))
+    _write_info(out, {**info, "calls": summary.total, "done": summary.done, "skipped": summary.skipped,
+                      "failed": summary.failed, "too_long": summary.too_long})
     records = run.score(judge, list(store.read()), leakage_only)
     run.benchmark.write_scores(out, records, run.benchmark.aggregate(records, spec.resolved_run_id, judge,
                                                                      seed=spec.seed))
     return out
+
+
+def _write_info(out: Path, info: dict[str, Any]) -> None:
+    tmp = out / "rejudge.json.tmp"
+    tmp.write_text(json.dumps(info, indent=2, default=str))
+    tmp.replace(out / "rejudge.json")
 
 
 def rejudge(run_dir: str | Path, judges: list[str], leakage_only: bool = True) -> list[Path]:

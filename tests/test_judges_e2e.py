@@ -44,6 +44,10 @@ def test_tiny_random_eval_rejudge_report(tmp_path, tiny_dir):
     res = _invoke("judges", "eval", "--judges", "tiny-random", "--gold", str(gold), "--out", str(ev),
                   "--seeds", "2", "--shuffle", "--pad", "--engine", "hf", "--max-tokens", "200")
     assert "tiny-random: " in res.output and "κ = " in res.output
+    cfg = json.loads((ev / "eval.json").read_text())  # which model judged, with which rubrics
+    assert cfg["judge_models"]["tiny-random"]["identity"]["preset"] == "tiny-random"
+    assert cfg["judge_models"]["tiny-random"]["engine"]["engine"] == "hf"
+    assert "asb/privacy_items.j2" in cfg["rubric_files"]
     store = JsonlStore(ev / "judgments.jsonl")
     runs = [("base", 0), ("base", 1), ("shuffled", 0), ("padded", 0)]
     assert store.keys() == {task_key("tiny-random", it.id, v, k) for it in items for v, k in runs}
@@ -73,6 +77,8 @@ def test_tiny_random_eval_rejudge_report(tmp_path, tiny_dir):
                             categories=["CD", "MC"])
     _invoke("judges", "rejudge", str(run), "--judges", "tiny-random")
     jdir = run / "judges" / "tiny-random"
+    info = json.loads((jdir / "rejudge.json").read_text())
+    assert info["identity"] == cfg["judge_models"]["tiny-random"]["identity"] and info["rubrics"] == cfg["rubric_files"]
     judged = list(JsonlStore(jdir / "judgments.jsonl").read())
     assert judged and {j["judge"] for j in judged} == {"privacy"}
     lines = [json.loads(x) for x in (jdir / "scenario_scores.jsonl").read_text().splitlines()]

@@ -4,11 +4,13 @@
 2. A prompt too long for the judge's context is a recorded failure, never sent, never scored as
    "no leak" or "task not done", and never an exception that aborts the judge stage.
 3. Rerunning a gold eval into the same directory with settings that change answers is refused.
+4. eval.json and rejudge.json say which model judged (backend identity) with which rubrics (hashes).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 
 import pytest
@@ -21,7 +23,7 @@ from localbench.judging.runner import JudgeTask, JudgmentNotRecorded, run_judge_
 from localbench.runtime.records import JsonlStore
 from localbench.serving.client import StructuredClient
 from localbench.serving.output import OutputSpec
-from localbench.serving.types import GenerationRequest, check_prompt_fits
+from localbench.serving.types import GenerationRequest, ModelIdentity, check_prompt_fits
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -194,14 +196,17 @@ def _gold(tmp_path):
     return write_gold(tmp_path / "gold.jsonl", items)
 
 
-def _eval(gold, out, judges, **settings):
+def _eval(gold, out, judges, rubric_files=(), revision="1", **settings):
     from judges_helpers import scripted_judge
     from localbench.benchmarks.asb.judges import ItemLeakJudge
     from localbench.judging.evaluate import EvalConfig, run_eval
 
     clients = {j: scripted_judge(lambda req, k, text: "none", j) for j in judges}
+    for c in clients.values():
+        c.backend.identity = type(c.backend.identity)(preset=c.backend.identity.preset, source="test",
+                                                      revision=revision)
     return asyncio.run(run_eval(gold, out, EvalConfig(judges=list(judges), **settings), ItemLeakJudge(),
-                                clients=clients, show_progress=False))
+                                clients=clients, show_progress=False, rubric_files=rubric_files))
 
 
 def test_adding_a_judge_with_the_same_settings_resumes(tmp_path):
@@ -245,3 +250,64 @@ def test_rerun_after_editing_the_judge_prompt_is_refused(tmp_path, monkeypatch, 
     monkeypatch.setattr(templates, "judges_dir", lambda: edited)
     with pytest.raises(UserError, match="prompt_hash"):
         _eval(gold, out, ["a"])
+
+
+# -- 4. which model judged, with which rubrics --------------------------------------------------
+
+def _rubric_hashes():
+    from localbench.benchmarks import get_benchmark
+    from localbench.judging.templates import judges_dir
+    from localbench.rundir import file_hashes
+
+    files = get_benchmark("asb").rubric_files()
+    return files, file_hashes(files, judges_dir())
+
+
+def test_eval_json_records_each_judges_model_and_the_rubric_files(tmp_path):
+    files, hashes = _rubric_hashes()
+    gold, out = _gold(tmp_path), tmp_path / "ev"
+    _eval(gold, out, ["a"], rubric_files=files)
+    _eval(gold, out, ["b"])  # a caller that passes no rubric files keeps the recorded ones
+    cfg = json.loads((out / "eval.json").read_text())
+    assert cfg["rubric_files"] == hashes and "asb/privacy_items.j2" in hashes
+    ident = cfg["judge_models"]["a"]["identity"]
+    assert ident == dataclasses.asdict(ModelIdentity(preset="a", source="test", revision="1"))
+    assert cfg["judge_models"]["b"]["identity"]["preset"] == "b" and cfg["judge_models"]["b"]["engine"]
+    from localbench.judging.evaluate import load_eval
+
+    assert load_eval(out).config.judge_models["a"]["identity"]["revision"] == "1"
+
+
+def test_a_judge_whose_model_changed_is_refused(tmp_path):
+    from localbench.errors import UserError
+
+    gold, out = _gold(tmp_path), tmp_path / "ev"
+    _eval(gold, out, ["a"])
+    before = (out / "judgments.jsonl").read_text()
+    with pytest.raises(UserError, match="judge 'a' answered here as another model \\(revision '1' → '2'\\)"):
+        _eval(gold, out, ["a"], revision="2")
+    assert (out / "judgments.jsonl").read_text() == before
+
+
+def test_an_identity_recorded_before_a_field_existed_is_the_same_model(tmp_path):
+    """eval.json written when ModelIdentity had fewer fields: the judge still resumes."""
+    gold, out = _gold(tmp_path), tmp_path / "ev"
+    _eval(gold, out, ["a"])
+    cfg = json.loads((out / "eval.json").read_text())
+    cfg["judge_models"]["a"]["identity"] = {"preset": "a", "source": "test", "revision": "1", "dtype": "auto"}
+    (out / "eval.json").write_text(json.dumps(cfg))
+    assert _eval(gold, out, ["a"])["a"].done == 0
+
+
+def test_rejudge_json_records_the_judges_model_and_rubrics(tmp_path):
+    from judges_helpers import scripted_judge
+    from localbench.benchmarks.asb.planting import write_planted_run
+    from localbench.rejudge import rejudge_one
+
+    run = write_planted_run(tmp_path / "planted", "builtin", {"m": 0.5}, seed=1, categories=["CD"])
+    out = asyncio.run(rejudge_one(run, "other", client=scripted_judge(lambda req, k, text: "none", "other"),
+                                  show_progress=False))
+    info = json.loads((out / "rejudge.json").read_text())
+    assert info["identity"] == dataclasses.asdict(ModelIdentity(preset="other", source="test", revision="1"))
+    assert info["rubrics"] == _rubric_hashes()[1] and info["engine"] == {"engine": "scripted"}
+    assert info["calls"] == info["done"] > 0 and info["failed"] == 0

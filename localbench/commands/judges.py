@@ -156,7 +156,8 @@ def gold_reference(
 
     wd = work or out.with_name(out.name + ".eval")
     cfg = EvalConfig(judges=[judge], engine=engine, base_url=base_url, benchmark=benchmark)
-    asyncio.run(run_eval(gold, wd, cfg, get_benchmark(benchmark).item_judge, judges=[judge]))
+    bm = get_benchmark(benchmark)
+    asyncio.run(run_eval(gold, wd, cfg, bm.item_judge, judges=[judge], rubric_files=bm.rubric_files()))
     data = load_eval(wd)
     labels = data.labels(judge)
     items = [it.model_copy(update={"label": labels.get(it.id), "annotations": {},
@@ -206,7 +207,8 @@ def eval_(
     cfg = EvalConfig(judges=_csv(judges), seeds=seeds, shuffle=shuffle, pad=pad, pad_messages=pad_messages,
                      temperature=temperature, max_tokens=max_tokens, seed=seed, engine=engine, base_url=base_url,
                      benchmark=benchmark)
-    summaries = asyncio.run(run_eval(gold, out, cfg, get_benchmark(benchmark).item_judge))
+    bm = get_benchmark(benchmark)
+    summaries = asyncio.run(run_eval(gold, out, cfg, bm.item_judge, rubric_files=bm.rubric_files()))
     for j, s in summaries.items():
         long = f" ({s.too_long} prompts too long for the judge's context, not sent)" if s.too_long else ""
         typer.echo(f"{j}: {s.done} calls made, {s.skipped} already done, {s.failed} failed{long}")

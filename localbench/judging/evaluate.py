@@ -16,11 +16,12 @@ the judge's context is recorded as one without being sent.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from localbench.judging.calls import ItemJudge, JudgeCall, render_lines, schema_hash
 from localbench.judging.construct import templates, templates_hash
@@ -66,6 +67,8 @@ class EvalConfig:
     rubric_hash: str = ""
     prompt_hash: str = ""  # the judge's whole prompt and schema for a fixed probe item (see probe_hash)
     judge_metrics: str = ""  # the benchmark metrics that judge's labels feed, for the verdicts
+    rubric_files: dict[str, str] = field(default_factory=dict)  # every rubric of the benchmark: path -> hash
+    judge_models: dict[str, dict[str, Any]] = field(default_factory=dict)  # preset -> identity, engine facts
 
     @property
     def variants(self) -> list[str]:
@@ -173,6 +176,36 @@ def open_judge(judge: str, config: EvalConfig, out: Path) -> StructuredClient:
     return open_client(spec, "judge", out)
 
 
+def write_config(out: Path, config: EvalConfig) -> None:
+    """<out>/eval.json, replaced atomically."""
+    tmp = out / (CONFIG_FILE + ".tmp")
+    tmp.write_text(json.dumps(asdict(config), indent=2, default=str))
+    tmp.replace(out / CONFIG_FILE)
+
+
+def record_judge_model(out: Path, config: EvalConfig, judge: str, client: StructuredClient) -> None:
+    """Record the judge's model identity and engine facts in eval.json (as a run's spec.yaml does).
+
+    A judge already recorded with another identity (other weights, revision or dtype under the same
+    preset name) is refused: its stored answers came from a different model.
+    """
+    from localbench.errors import UserError
+
+    identity = client.backend.identity
+    old = config.judge_models.get(judge, {}).get("identity")
+    if old is not None:
+        names = [f.name for f in dataclasses.fields(identity)]
+        # rebuilt with today's fields (a field recorded before it existed is at its default), and
+        # compared by the cache key, which is what says two identities are the same model
+        was = type(identity)(**{k: v for k, v in old.items() if k in names})
+        if was.key() != identity.key():
+            diff = "; ".join(f"{k} {getattr(was, k)!r} → {getattr(identity, k)!r}" for k in names
+                             if getattr(was, k) != getattr(identity, k))
+            raise UserError(f"{out}: judge '{judge}' answered here as another model ({diff}); use a new --out")
+    config.judge_models[judge] = {"identity": dict(identity.__dict__), "engine": client.backend.describe()}
+    write_config(out, config)
+
+
 def probe_hash(item_judge: ItemJudge) -> str:
     """Hash of the judge's messages and schema for one fixed probe item.
 
@@ -187,11 +220,14 @@ def probe_hash(item_judge: ItemJudge) -> str:
     return schema_hash({"messages": call.messages, "schema": call.schema})
 
 
-def prepare(gold: str | Path, out: str | Path, config: EvalConfig, item_judge: ItemJudge) -> list[GoldItem]:
+def prepare(gold: str | Path, out: str | Path, config: EvalConfig, item_judge: ItemJudge,
+            rubric_files: Sequence[Path] = ()) -> list[GoldItem]:
     """Validate the gold set, copy it into <out>, and record the config.
 
     A rerun into the same <out> may add judges, seeds and variants; it must ask the same gold set
     of the same benchmark's judge with the same ``ANSWER_SETTINGS``, or it is refused (UserError).
+    ``rubric_files`` (the benchmark's, ``Benchmark.rubric_files()``) are hashed into eval.json as
+    the run's judge stage hashes them into spec.yaml.
     """
     items = read_gold(gold)
     outp = Path(out)
@@ -203,6 +239,11 @@ def prepare(gold: str | Path, out: str | Path, config: EvalConfig, item_judge: I
     config.rubric, config.judge_metrics = item_judge.rubric, item_judge.metrics
     config.rubric_hash = rubric_hash(config.rubric)
     config.prompt_hash = probe_hash(item_judge)
+    if rubric_files:
+        from localbench.judging.templates import judges_dir
+        from localbench.rundir import file_hashes
+
+        config.rubric_files = file_hashes(list(rubric_files), judges_dir())
     cfg_path = outp / CONFIG_FILE
     if cfg_path.exists():
         from localbench.errors import UserError
@@ -220,28 +261,32 @@ def prepare(gold: str | Path, out: str | Path, config: EvalConfig, item_judge: I
             raise UserError(f"{out}: this eval directory holds answers made with other settings "
                             f"({'; '.join(diff)}); use a new --out, or rerun with the old settings")
         config.judges = list(dict.fromkeys(old.get("judges", []) + config.judges))
-    cfg_path.write_text(json.dumps(asdict(config), indent=2))
+        config.judge_models = {**old.get("judge_models", {}), **config.judge_models}
+        config.rubric_files = config.rubric_files or old.get("rubric_files", {})
+    write_config(outp, config)
     write_gold(outp / GOLD_COPY, items)
     return items
 
 
 async def run_eval(gold: str | Path, out: str | Path, config: EvalConfig, item_judge: ItemJudge,
                    judges: list[str] | None = None, clients: dict[str, StructuredClient] | None = None,
-                   show_progress: bool | None = None) -> dict[str, JudgeRunSummary]:
+                   show_progress: bool | None = None, rubric_files: Sequence[Path] = ()) -> dict[str, JudgeRunSummary]:
     """Every judge over every gold item, one judge (one engine) at a time; returns per-judge summaries.
 
     ``item_judge`` is the benchmark's (``get_benchmark(config.benchmark).item_judge``). ``clients``
     may supply ready clients by preset name (tests, or a caller that already holds an engine);
-    otherwise each judge's engine is opened and closed in turn.
+    otherwise each judge's engine is opened and closed in turn. ``rubric_files`` are the
+    benchmark's (``Benchmark.rubric_files()``), hashed into eval.json with each judge's model identity.
     """
     todo = judges or config.judges
     config.judges = list(todo)
-    items = prepare(gold, out, config, item_judge)
+    items = prepare(gold, out, config, item_judge, rubric_files)
     store = JsonlStore(Path(out) / JUDGMENTS)
     summaries = {}
     for judge in todo:
         client = (clients or {}).get(judge) or open_judge(judge, config, Path(out))
         try:
+            record_judge_model(Path(out), config, judge, client)
             summaries[judge] = await evaluate_judge(judge, client, items, config, store, item_judge, show_progress)
         finally:
             if not clients or judge not in clients:
