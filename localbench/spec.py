@@ -55,6 +55,23 @@ class EngineOptions(BaseModel):
     max_retries: int = Field(2, ge=0)  # invalid replies retried with a new seed
 
 
+NOT_RESULTS: dict[str, Any] = {
+    "out": True, "run_id": True, "cache": True, "no_cache": True, "shard": True, "num_shards": True, "slurm": True,
+    "serving": {"base_url": True, "judge_base_url": True, "max_concurrency": True, "max_batch_size": True,
+                "prefix_cache_gb": True},
+}
+
+
+def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and v:
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
 class RunSpec(BaseModel):
     """Everything that defines a run. Recorded, resolved, in runs/<id>/spec.yaml."""
 
@@ -88,10 +105,20 @@ class RunSpec(BaseModel):
             raise ValueError("at least one privacy level is required")
         return v
 
+    def result_fields(self) -> dict[str, Any]:
+        """The fields that determine the results: not where they go, how the work is split or
+        scheduled, nor how a server is reached (a restarted server on a new port is the same run)."""
+        return self.model_dump(mode="json", exclude=NOT_RESULTS)
+
     def content_hash(self) -> str:
-        """Hash of what determines the results (not where they go)."""
-        d = self.model_dump(exclude={"out", "run_id", "cache", "no_cache", "shard", "num_shards", "slurm"})
-        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:10]
+        """Hash of what determines the results (``result_fields``)."""
+        return hashlib.sha256(json.dumps(self.result_fields(), sort_keys=True).encode()).hexdigest()[:10]
+
+    def differences(self, other: "RunSpec") -> list[str]:
+        """``field: other's value → this one's`` for every result field that differs."""
+        mine, theirs = _flat(self.result_fields()), _flat(other.result_fields())
+        return [f"{k}: {theirs.get(k)!r} → {mine.get(k)!r}" for k in sorted(set(mine) | set(theirs))
+                if mine.get(k) != theirs.get(k)]
 
     def select_shard(self, keys: list[str]) -> list[str]:
         """The units of work (simulation keys) that belong to this process's shard.

@@ -18,6 +18,7 @@ from pathlib import Path
 from localbench.benchmarks.asb.metrics import HEADLINE
 from localbench.rundir import RunDir
 from localbench.scores import Scores
+from localbench.spec import RunSpec
 
 MODELS = ("qwen3-8b", "llama-3.1-8b", "smollm2-135m")
 LEVELS = ("L0", "L1", "L2")
@@ -127,7 +128,7 @@ def make_run_dir(path: str | Path, *, models=MODELS, levels=LEVELS, categories=C
                        "schemas/leak_label.json": "0c4d5e6f7a8b9c0d"},
             "structured_output": {"backend": "xgrammar", "version": "0.2.8"},
         }
-        rd.write_spec(spec, provenance)
+        rd.write_spec(RunSpec.model_validate(spec), provenance)
     if with_scenarios:
         with (p / "scenario_scores.jsonl").open("w", encoding="utf-8") as f:
             for ln in lines:

@@ -143,6 +143,35 @@ def test_cu_gate_prompts_name_the_proposer_and_show_held_messages_to_their_sende
                     assert turn["sender"] == e["sender"] or turn["meta"].get("viewer") == e["sender"]
 
 
+def test_resuming_a_run_made_with_other_settings_is_refused(suite, tmp_path):
+    """Same run directory, other result fields, other scenario contents or other prompts: refused,
+    nothing written; a new server address or concurrency is the same run."""
+    from localbench.rundir import RunMismatch
+
+    scenarios = one_per_category(suite)[:1]
+    spec = load_spec(None, out=str(tmp_path), run_id="r", levels=["L0"])
+    asyncio.run(simulate_scenarios(spec, scenarios, fake_clients(), progress=False))
+    before = (tmp_path / "r" / "transcripts.jsonl").read_text()
+    moved = load_spec(None, out=str(tmp_path), levels=["L0"], **{"serving.base_url": "http://other:8001/v1",
+                                                                  "serving.max_concurrency": 3})
+    assert moved.content_hash() == load_spec(None, levels=["L0"]).content_hash()
+    asyncio.run(simulate_scenarios(spec.model_copy(update={"serving": moved.serving}), scenarios, fake_clients(),
+                                   progress=False))
+    edited = [scenarios[0].model_copy(update={"task": scenarios[0].task + " (edited)"})]
+    for other, scs, field in [(load_spec(None, out=str(tmp_path), run_id="r", levels=["L0"], max_tokens=100),
+                               scenarios, "max_tokens: 200 → 100"),
+                              (spec, edited, "scenarios: hash")]:
+        with pytest.raises(RunMismatch, match=field):
+            asyncio.run(simulate_scenarios(other, scs, fake_clients(), progress=False))
+    doc = yaml.safe_load((tmp_path / "r" / "spec.yaml").read_text())
+    assert set(doc["fingerprint"]) == {"prompt_set", "scenarios"} and doc["spec"]["max_tokens"] == 200
+    assert (tmp_path / "r" / "transcripts.jsonl").read_text() == before
+    doc["fingerprint"]["prompt_set"] = "made-by-older-templates"  # as if localbench's prompts had changed since
+    (tmp_path / "r" / "spec.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(RunMismatch, match="prompt_set: hash made-by-older-templates"):
+        asyncio.run(simulate_scenarios(spec, scenarios, fake_clients(), progress=False))
+
+
 def test_same_spec_same_transcripts(suite, tmp_path):
     spec_a = load_spec(None, out=str(tmp_path / "a"), levels=["L0"])
     spec_b = load_spec(None, out=str(tmp_path / "b"), levels=["L0"])

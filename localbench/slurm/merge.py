@@ -143,7 +143,7 @@ def merge_run(run_dir: str | Path, allow_partial: bool = False) -> MergeReport:
         "jobs": [s.model_dump(include={"array_job", "merge_job", "shards"}) for s in rec.submissions],
         **({"provenance_differs": rep.provenance_differs} if rep.provenance_differs else {}),
     }
-    RunDir(layout.run).write_spec(spec.model_dump(mode="json"), provenance)
+    RunDir(layout.run).write_spec(spec, provenance, first.get("fingerprint"))
 
     if not spec.no_cache and spec.cache is None:
         caches = [layout.shard_dir(i) / "cache.sqlite" for i in docs]

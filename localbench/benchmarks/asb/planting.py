@@ -163,8 +163,8 @@ def write_planted_run(run_dir: str | Path, scenarios_source: str, models: dict[s
     spec = RunSpec(scenarios=scenarios_source, categories=cats, levels=["L0"],
                    models={"agent": next(iter(models)), "judge": judge}, out=str(Path(run_dir).parent),
                    run_id=Path(run_dir).name, extra={"planted": models})
-    rd.write_spec(spec.model_dump(mode="json"), {"planted": {"seed": seed, "leak_share": models,
-                                                             "templates_hash": templates_hash()}})
+    rd.write_spec(spec, {"planted": {"seed": seed, "leak_share": models, "templates_hash": templates_hash()}},
+                  {"planted_seed": str(seed)})
     store = rd.transcripts()
     for model, share in models.items():
         run = plant_run(scenarios, model=model, seed=seed, leak_share=share)

@@ -15,6 +15,7 @@ they go to sim_errors.jsonl only and the simulation runs again on the next attem
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import time
 from collections import Counter
@@ -156,12 +157,20 @@ def provenance(spec: RunSpec, clients: SimClients, scenarios: list[Scenario], n_
     }
 
 
-def _write_spec(rd: RunDir, spec: RunSpec, section: dict[str, Any]) -> None:
-    """Write spec.yaml with the simulation section, keeping other stages' sections."""
+def scenarios_hash(scenarios: list[Scenario]) -> str:
+    """The scenarios' contents (not where they were read from): an edited file makes another run."""
+    docs = sorted(json.dumps(s.model_dump(mode="json", exclude={"source"}), sort_keys=True) for s in scenarios)
+    return hashlib.sha256("\n".join(docs).encode()).hexdigest()[:16]
+
+
+def _write_spec(rd: RunDir, spec: RunSpec, section: dict[str, Any], fingerprint: dict[str, str]) -> None:
+    """Write spec.yaml with the simulation section, keeping other stages' sections; refuses to
+    resume a run made with other settings, prompts or scenario contents (``fingerprint``)."""
     old = rd.read_spec() if rd.spec_file.exists() else {}
-    keep = {k: v for k, v in old.items() if k not in ("spec", "created", "resumed", "versions", "simulation")}
+    keep = {k: v for k, v in old.items()
+            if k not in ("spec", "created", "resumed", "versions", "fingerprint", "simulation")}
     plain = json.loads(json.dumps(section, default=str))  # engine facts may be str subclasses (torch versions)
-    rd.write_spec(spec.model_dump(mode="json"), {**keep, "simulation": plain})
+    rd.write_spec(spec, {**keep, "simulation": plain}, fingerprint)
 
 
 # -- running -----------------------------------------------------------------------------------
@@ -183,7 +192,8 @@ async def simulate_scenarios(
     check_spec(spec)
     rd = RunDir(run_dir if run_dir is not None else spec.run_dir)
     tasks = plan(spec, scenarios)
-    _write_spec(rd, spec, provenance(spec, clients, scenarios, n_issues))
+    _write_spec(rd, spec, provenance(spec, clients, scenarios, n_issues),
+                {"prompt_set": prompt_set_hash(), "scenarios": scenarios_hash(scenarios)})
     store = rd.transcripts()
     errors_file = JsonlStore(rd.path / "sim_errors.jsonl", key_field="id")
     todo = [t for t in tasks if t.key not in store]
