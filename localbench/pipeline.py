@@ -25,7 +25,9 @@ def log(msg: str) -> None:
 
 
 def spec_of(run_dir: str | Path) -> RunSpec:
-    """The RunSpec recorded in a run directory's spec.yaml."""
+    """The RunSpec recorded in a run directory's spec.yaml (a mistyped path is not created)."""
+    if not Path(run_dir).is_dir():
+        raise UserError(f"{run_dir}: no such run directory")
     rd = RunDir(run_dir)
     try:
         doc = rd.read_spec()
@@ -88,6 +90,7 @@ async def _judge(spec: RunSpec, rd: RunDir) -> None:
         raise UserError(f"{rd.path}: no transcripts to judge (run `localbench simulate` first)")
     bm = benchmark_of(spec)
     scenarios = scenarios_for(spec)
+    _keep_one_judge(spec, rd)
     client = open_client(spec, "judge", rd.path)
     try:
         rd.update_provenance("judge", {
@@ -101,6 +104,25 @@ async def _judge(spec: RunSpec, rd: RunDir) -> None:
         log(f"judging done: {summary.done} calls made, {summary.skipped} already done, {summary.failed} failed")
     finally:
         await client.aclose()
+
+
+def _keep_one_judge(spec: RunSpec, rd: RunDir) -> None:
+    """A run's judgments come from one judge model, the one its spec.yaml names.
+
+    Judgment keys do not name the model, so judging a half-judged run with another model would
+    mix two judges' labels under one name: refused. A judge chosen for this stage (`localbench
+    judge RUN --judge X`) is written into spec.yaml, so scores are labelled with it.
+    """
+    judge = spec.models.for_role("judge")
+    earlier = sorted({j.get("judge_model") for j in rd.judgments().read()} - {None, "rule", judge})
+    if earlier:
+        raise UserError(f"{rd.path}: already judged by {', '.join(earlier)}, not {judge}; to compare judges, use "
+                        f"`localbench judges rejudge {rd.path} --judges {judge}` (written beside the run's own)")
+    doc = rd.read_spec()
+    recorded = RunSpec.model_validate(doc["spec"])
+    if recorded.models.judge != spec.models.judge:
+        doc["spec"]["models"]["judge"] = spec.models.judge
+        rd.update_provenance("spec", doc["spec"])
 
 
 def judge_stage(spec: RunSpec) -> None:

@@ -158,6 +158,28 @@ def test_an_interrupted_judge_stage_is_reported_not_scored_as_no_leak(tiny_run, 
     assert rows[gc_sim]["unscored"] is None
 
 
+def test_a_run_keeps_to_one_judge_model(tiny_run, tmp_path):
+    """Judging a judged run with another model is refused (labels would mix under one name); a
+    judge chosen for the judge stage is recorded in spec.yaml; bad flags and paths are one line."""
+    import shutil
+
+    import yaml
+
+    run = tmp_path / "tiny"
+    shutil.copytree(tiny_run, run)
+    r = _run_cli("judge", str(run), "--judge", "smollm2-135m")
+    assert r.returncode != 0 and "already judged by tiny-random, not smollm2-135m" in r.stderr, r.stderr[-2000:]
+    assert "judges rejudge" in r.stderr and "Traceback" not in r.stderr
+    r = _run_cli("judge", str(run), "--engine", "foo")
+    assert r.returncode != 0 and "serving.engine" in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
+    r = _run_cli("score", str(tmp_path / "no-such-run"))
+    assert r.returncode != 0 and "no such run directory" in r.stderr and not (tmp_path / "no-such-run").exists()
+    assert yaml.safe_load((run / "spec.yaml").read_text())["spec"]["models"]["judge"] is None
+    r = _run_cli("judge", str(run), "--judge", "tiny-random")  # the same model, now named: nothing to redo
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert yaml.safe_load((run / "spec.yaml").read_text())["spec"]["models"]["judge"] == "tiny-random"
+
+
 def test_run_stops_after_simulate_when_the_engine_is_dead(tmp_path):
     """A dead server: `run` exits non-zero naming the endpoint, and never judges or scores a partial set."""
     import socket

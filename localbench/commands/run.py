@@ -39,6 +39,7 @@ def register(app: typer.Typer) -> None:
               judge_model: F.Judge = None, base_url: F.BaseUrl = None, engine: F.Engine = None) -> None:
         """Judge every finished simulation of a run (resumes; finished calls are skipped)."""
         from localbench.pipeline import judge_stage, spec_of
+        from localbench.spec import load_spec
 
         spec = spec_of(run_dir)
         upd = spec.model_dump()
@@ -48,7 +49,7 @@ def register(app: typer.Typer) -> None:
             upd["serving"]["judge_base_url"] = base_url
         if engine:
             upd["serving"]["engine"] = engine
-        judge_stage(type(spec).model_validate(upd))
+        judge_stage(load_spec(None, **upd))  # a bad value is a one-line SpecError naming the field
 
     @app.command("score")
     def score(run_dir: Path = typer.Argument(..., help="a run directory (runs/<id>)")) -> None:
