@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from localbench.benchmarks.asb.ladder import effective_tier, most_restrictive, tier_towards
+from localbench.benchmarks.asb.boundaries import forbidden_recipients, tier_towards
+from localbench.benchmarks.asb.ladder import effective_tier, most_restrictive, privacy_context
 from localbench.benchmarks.asb.scenario import Scenario
 from localbench.runtime.log import ConversationLog, VisibilityError, check_visibility
 
@@ -96,6 +97,21 @@ def test_most_restrictive_tier_governs_a_group_message():
     assert tier_towards(s, "ann", "dov") == "stranger"  # a missing edge never loosens a rule
     assert effective_tier(s, "ann", ["ben", "dov"]) == "stranger"
     assert effective_tier(s, "ben", ["ann"]) == "friend"  # edges are directed
+
+
+def test_am_prompts_and_scoring_agree_on_who_may_not_learn_an_item():
+    """What an agent is told per tier is what the metrics score: a missing edge is a stranger on
+    both sides, and an item naming no tier is kept from every tier on both sides."""
+    s = _am_scenario()
+    untiered = s.items[0].model_copy(update={"id": "ann.2", "text": "Ann's rent is late.", "blocked_tiers": None})
+    s = s.model_copy(update={"items": [*s.items, untiered]})
+    assert forbidden_recipients(s, s.items[0]) == ["cat", "dov"]  # acquaintance, and dov (no edge: stranger)
+    assert forbidden_recipients(s, untiered) == ["ben", "cat", "dov"]
+    tiers = {t["tier"]: t for t in privacy_context(s, "ann_agent")["rules"]["tiers"]}
+    for it in s.items:
+        told = {p for t in tiers.values() if it.text in t["secrets"] for p in ("ben", "cat", "dov")
+                if tier_towards(s, "ann", p) == t["tier"]}
+        assert told == set(forbidden_recipients(s, it)), it.id
 
 
 class _Scripted:

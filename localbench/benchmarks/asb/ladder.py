@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
+from localbench.benchmarks.asb.boundaries import blocked_tiers, tier_towards
 from localbench.benchmarks.asb.scenario import TIERS, Scenario, Tier
 from localbench.errors import UserError
 
@@ -126,7 +127,7 @@ def privacy_context(scenario: Scenario, agent_id: str) -> dict:
         for t in TIERS:
             members = [f"{p.name} ({', '.join(a.id for a in scenario.agents_of(p.id)) or p.id})"
                        for p in scenario.people if p.id != person and tier_towards(scenario, person, p.id) == t]
-            items = _dedupe(it.text for it in scoped if it.blocked_tiers is None or t in it.blocked_tiers)
+            items = _dedupe(it.text for it in scoped if t in blocked_tiers(it))
             tiers.append({"tier": t, "members": members, "secrets": items})
     owners = {person} | {it.owner for it in held}
     abstractions = [a for a in scenario.abstractions if a.owner in owners]
@@ -142,12 +143,6 @@ def most_restrictive(tiers: Iterable[Tier]) -> Tier:
     """The least trusted tier among several: what a message to all of them must respect."""
     ranks = [TIERS.index(t) for t in tiers]
     return TIERS[max(ranks)] if ranks else TIERS[-1]
-
-
-def tier_towards(scenario: Scenario, source: str, target: str) -> Tier:
-    """How person ``source`` sees person ``target``; an absent edge counts as stranger (the most
-    restrictive tier), so a missing graph entry can never loosen a rule."""
-    return scenario.affinity(source, target) or "stranger"
 
 
 def effective_tier(scenario: Scenario, sender_person: str, recipient_people: Iterable[str]) -> Tier:
