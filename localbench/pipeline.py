@@ -90,13 +90,13 @@ async def _judge(spec: RunSpec, rd: RunDir) -> None:
         raise UserError(f"{rd.path}: no transcripts to judge (run `localbench simulate` first)")
     bm = benchmark_of(spec)
     scenarios = scenarios_for(spec)
-    _keep_one_judge(spec, rd)
+    rubrics = file_hashes(bm.rubric_files(), judges_dir())
+    _keep_one_judge(spec, rd, rubrics)
     client = open_client(spec, "judge", rd.path)
     try:
         rd.update_provenance("judge", {
             "model": spec.models.for_role("judge"), "identity": client.backend.identity.__dict__,
-            "engine": client.backend.describe(),
-            "rubrics": file_hashes(bm.rubric_files(), judges_dir()),
+            "engine": client.backend.describe(), "rubrics": rubrics,
             "max_tokens": spec.judge_max_tokens, "temperature": 0.0,
         })
         log(f"judging {len(transcripts)} simulations with {spec.models.for_role('judge')}")
@@ -106,19 +106,25 @@ async def _judge(spec: RunSpec, rd: RunDir) -> None:
         await client.aclose()
 
 
-def _keep_one_judge(spec: RunSpec, rd: RunDir) -> None:
-    """A run's judgments come from one judge model, the one its spec.yaml names.
+def _keep_one_judge(spec: RunSpec, rd: RunDir, rubrics: dict[str, str]) -> None:
+    """A run's judgments come from one judge model and one set of rubrics, those spec.yaml names.
 
-    Judgment keys do not name the model, so judging a half-judged run with another model would
-    mix two judges' labels under one name: refused. A judge chosen for this stage (`localbench
-    judge RUN --judge X`) is written into spec.yaml, so scores are labelled with it.
+    Judgment keys name neither, so judging a half-judged run with another model or edited
+    rubrics would mix two kinds of labels under one name: refused. A judge chosen for this stage
+    (`localbench judge RUN --judge X`) is written into spec.yaml, so scores are labelled with it.
     """
     judge = spec.models.for_role("judge")
-    earlier = sorted({j.get("judge_model") for j in rd.judgments().read()} - {None, "rule", judge})
+    models = {j.get("judge_model") for j in rd.judgments().read()} - {None, "rule"}
+    earlier = sorted(models - {judge})
     if earlier:
         raise UserError(f"{rd.path}: already judged by {', '.join(earlier)}, not {judge}; to compare judges, use "
                         f"`localbench judges rejudge {rd.path} --judges {judge}` (written beside the run's own)")
     doc = rd.read_spec()
+    before = (doc.get("judge") or {}).get("rubrics") or {}
+    changed = sorted(k for k in set(before) | set(rubrics) if before.get(k) != rubrics.get(k))
+    if models and before and changed:
+        raise UserError(f"{rd.path}: judged with other rubrics than these ({', '.join(changed)} changed); "
+                        f"move {rd.path / 'judgments.jsonl'} aside to judge the whole run again with these")
     recorded = RunSpec.model_validate(doc["spec"])
     if recorded.models.judge != spec.models.judge:
         doc["spec"]["models"]["judge"] = spec.models.judge

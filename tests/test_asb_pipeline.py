@@ -177,7 +177,12 @@ def test_a_run_keeps_to_one_judge_model(tiny_run, tmp_path):
     assert yaml.safe_load((run / "spec.yaml").read_text())["spec"]["models"]["judge"] is None
     r = _run_cli("judge", str(run), "--judge", "tiny-random")  # the same model, now named: nothing to redo
     assert r.returncode == 0, r.stderr[-2000:]
-    assert yaml.safe_load((run / "spec.yaml").read_text())["spec"]["models"]["judge"] == "tiny-random"
+    doc = yaml.safe_load((run / "spec.yaml").read_text())
+    assert doc["spec"]["models"]["judge"] == "tiny-random"
+    doc["judge"]["rubrics"]["asb/task.j2"] = "an-older-rubric"  # as if the rubric had been edited since
+    (run / "spec.yaml").write_text(yaml.safe_dump(doc))
+    r = _run_cli("judge", str(run))
+    assert r.returncode != 0 and "judged with other rubrics than these (asb/task.j2 changed)" in r.stderr, r.stderr
 
 
 def test_run_stops_after_simulate_when_the_engine_is_dead(tmp_path):
