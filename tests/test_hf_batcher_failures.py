@@ -61,7 +61,7 @@ async def test_an_item_reported_with_its_own_error_keeps_it():
 
 
 async def test_a_failed_batch_is_an_engine_error_for_the_simulation_layer():
-    """What the review saw: the simulation layer's check (`isinstance(..., EngineError)`) now holds."""
+    """The simulation layer's check (`isinstance(..., EngineError)`) now holds."""
     from localbench.serving.client import StructuredClient
     from localbench.serving.types import GenerationRequest, ModelIdentity
 

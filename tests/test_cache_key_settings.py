@@ -60,7 +60,7 @@ def test_engine_args_given_to_the_engine_count_too():
 
 
 async def test_editing_a_preset_does_not_replay_stale_answers(tmp_path):
-    """The scenario of the review: a cached run, then the preset's chat_template_kwargs are edited."""
+    """A cached run, then the preset's chat_template_kwargs are edited."""
     cache = ResponseCache(tmp_path / "c.sqlite")
     before = ScriptedBackend(lambda r: ("thinking answer", "stop"))
     before.identity = identity_of(_preset(chat_template_kwargs={"enable_thinking": True}), REPO)

@@ -1,4 +1,4 @@
-"""Judge plumbing defects found in review, each pinned by a test on fake backends.
+"""Judge plumbing, each contract pinned by a test on fake backends.
 
 1. Every judge call has its own store key, and the runner never lets an answer vanish.
 2. A prompt too long for the judge's context is a recorded failure, never sent, never scored as
