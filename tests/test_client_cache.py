@@ -29,7 +29,7 @@ def _req(seed=7, **kw):
 async def test_invalid_reply_is_retried_with_new_seed_then_succeeds():
     replies = iter([('{"level":"Partial","evidence":"x"}', "stop"), ('{"level":"partial","evidence":"x"}', "stop")])
     be = ScriptedBackend(lambda r: next(replies))
-    res = await StructuredClient(be, max_retries=2).generate(_req())
+    res = await StructuredClient(be, max_retries=2).generate(_req(temperature=0.7))
     assert res.ok and res.parsed.level == "partial"
     assert [c.seed for c in be.calls] == [7, attempt_seed(7, 1)]
     assert be.calls[0].seed != be.calls[1].seed
@@ -39,10 +39,23 @@ async def test_invalid_reply_is_retried_with_new_seed_then_succeeds():
 async def test_failure_after_retries_is_recorded_not_dropped():
     be = ScriptedBackend(lambda r: ('{"level":"full","evidence":"' + "x" * 300, "length"))
     client = StructuredClient(be, max_retries=2)
-    res = await client.generate(_req())
+    res = await client.generate(_req(max_tokens=100))
     assert not res.ok and res.parsed is None
     assert "3 attempts failed" in res.failure and "cut by max_tokens" in res.failure
     assert len(be.calls) == 3 and client.stats.failures == 1
+    # greedy: a retry with another seed would repeat the cut reply, so each retry gets twice the room
+    assert [c.max_tokens for c in be.calls] == [100, 200, 400]
+
+
+async def test_a_greedy_retry_stops_where_it_could_only_repeat():
+    """Greedy and not cut: the same prompt would give the same invalid reply; no room left: no retry."""
+    be = ScriptedBackend(lambda r: ('{"level":"Partial","evidence":"x"}', "stop"))
+    res = await StructuredClient(be, max_retries=2).generate(_req())
+    assert not res.ok and len(be.calls) == 1 and "1 attempts failed" in res.failure
+    cut = ScriptedBackend(lambda r: ('{"level":"full","evidence":"' + "x" * 300, "length"))
+    cut.max_model_len = 10 + 150  # the prompt (10 tokens) leaves room for 150
+    res = await StructuredClient(cut, max_retries=2).generate(_req(max_tokens=100))
+    assert [c.max_tokens for c in cut.calls] == [100, 150] and not res.ok
 
 
 def test_derived_seeds_are_deterministic_and_distinct():

@@ -95,13 +95,13 @@ def test_tiny_random_eval_rejudge_report(tmp_path, tiny_dir):
 
 
 def test_failures_on_a_real_engine_are_recorded_not_dropped(tmp_path, tiny_dir):
-    """max_tokens too small to finish the JSON: every answer fails validation and is recorded."""
+    """max_tokens too small to finish the JSON even when the retry doubles it: every answer fails and is recorded."""
     from localbench.serving.client import StructuredClient
     from localbench.serving.engines import open_backend
 
     gold = _gold(tmp_path, ["verbatim", "absent"])
     client = StructuredClient(open_backend("tiny-random", "hf"), max_retries=1)
-    cfg = EvalConfig(judges=["tiny-random"], max_tokens=12)
+    cfg = EvalConfig(judges=["tiny-random"], max_tokens=5)
     summary = asyncio.run(run_eval(gold, tmp_path / "ev", cfg, ItemLeakJudge(), clients={"tiny-random": client}, show_progress=False))
     asyncio.run(client.aclose())
     s = summary["tiny-random"]

@@ -3,6 +3,10 @@
 Every engine gives raw completions; this wraps an engine so that a structured request either
 returns a validated object or a recorded failure after a bounded number of retries, each retry
 with a new seed derived from the request's seed. Nothing is dropped and nothing is guessed.
+
+A greedy request (temperature 0, as judges ask) would give the same reply under any seed, so
+its retry changes what can change: a reply cut by ``max_tokens`` is asked again with twice the
+tokens (as far as the context window allows); any other invalid greedy reply is final at once.
 """
 
 from __future__ import annotations
@@ -78,6 +82,10 @@ class StructuredClient:
         tokens_in = tokens_out = 0
         try:
             for i in range(self.max_retries + 1):
+                if i and request.temperature <= 0:
+                    request = self._greedy_retry(request, raw)
+                    if request is None:
+                        break  # nothing a retry could change
                 seed = attempt_seed(request.seed, i)
                 raw, cached = await self._complete(request, seed)
                 tokens_in += raw.tokens_in
@@ -111,6 +119,16 @@ class StructuredClient:
             )
         finally:
             self.stats.in_flight -= 1
+
+    def _greedy_retry(self, request: GenerationRequest, last: RawCompletion) -> GenerationRequest | None:
+        """The retry of a greedy request: more room if the reply was cut, else None (it would repeat)."""
+        from dataclasses import replace
+
+        if last.finish_reason != "length":
+            return None
+        room = self.backend.max_model_len - last.tokens_in
+        more = min(2 * request.max_tokens, room)
+        return replace(request, max_tokens=more) if more > request.max_tokens else None
 
     async def generate_many(self, requests: Iterable[GenerationRequest]) -> list[GenerationResult]:
         """All requests concurrently, results in input order (the engine batches them)."""
