@@ -179,3 +179,8 @@ def test_scenario_scores_fail_leakage_of_a_silent_simulation_or_a_crash():
     assert rows["crash"]["unscored"] == "simulation error" and rows["unjudged"]["unscored"] == "not judged yet"
     for name in ("crash", "unjudged"):
         assert {"MPLR", "MPLR_full", "MPLR_partial", "TCQ", "NEG"} <= set(rows[name]["failed"])
+    # a leakage-only rejudge has every privacy call but none of the others: its leakage is measured
+    plan = {"privacy_pairs": ["ana", "bo"], "task": ["all"], "behaviour": ["all"]}
+    leak_only = [dict(j, sim_key="s", sim_targets=plan) for j in rule[:2]]
+    row = scenario_scores([_transcript(passes)], leak_only, {"sc": s}, "j")[0]
+    assert row["unscored"] is None and row["metrics"]["MPLR"] == 0.0 and "TCQ" in row["failed"]

@@ -62,7 +62,8 @@ def unscored_reason(transcript: dict[str, Any], judgments: list[dict[str, Any]])
         return "simulation error"
     if not judgments:
         return "not judged yet"
-    if missing_calls(judgments):
+    missing = missing_calls(judgments)
+    if missing.get("privacy") or missing.get("privacy_pairs"):  # leakage-only rejudges skip the others
         return "judging incomplete"
     entries = transcript.get("entries", [])
     spoke = any(e.get("kind") == "message" and e.get("role") == "agent" for e in entries)
