@@ -184,3 +184,11 @@ def test_scenario_scores_fail_leakage_of_a_silent_simulation_or_a_crash():
     leak_only = [dict(j, sim_key="s", sim_targets=plan) for j in rule[:2]]
     row = scenario_scores([_transcript(passes)], leak_only, {"sc": s}, "j")[0]
     assert row["unscored"] is None and row["metrics"]["MPLR"] == 0.0 and "TCQ" in row["failed"]
+
+
+def test_a_scenario_without_private_items_scores_undefined_not_a_crash():
+    for build in (cd, cu):
+        s = build().model_copy(update={"items": []})
+        m = simulation_metrics(s, [J("privacy", "all", {"levels": {}}), task(), beh()]).values
+        head = "CDLR" if s.category == "CD" else "CULR"
+        assert math.isnan(m[head]) and m["TCQ"] == 0.75

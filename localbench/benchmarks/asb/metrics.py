@@ -161,6 +161,10 @@ def privacy_metrics(scenario: Scenario, records: list[dict[str, Any]], m: SimMet
     if cat == "CU":
         owners = [p.id for p in scenario.people if scenario.items_of(p.id)]
         per_user = [_rates([levels.get(it.id, "none") for it in scenario.items_of(o)]) for o in owners]
+        if not per_user:  # no private items at all: the rates are undefined, as CD's are
+            _set_leak(m, "CULR", [])
+            m.set("CULR_worst", float("nan"))
+            return
         m.set("CULR", sum(r[0] for r in per_user) / len(per_user))
         m.set("CULR_worst", max(r[0] for r in per_user))
         m.set("CULR_full", sum(r[1] for r in per_user) / len(per_user))
