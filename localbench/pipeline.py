@@ -107,28 +107,32 @@ async def _judge(spec: RunSpec, rd: RunDir) -> None:
 
 
 def _keep_one_judge(spec: RunSpec, rd: RunDir, rubrics: dict[str, str]) -> None:
-    """A run's judgments come from one judge model and one set of rubrics, those spec.yaml names.
+    """A run's judgments come from one judge model and one set of rubrics.
 
     Judgment keys name neither, so judging a half-judged run with another model or edited
-    rubrics would mix two kinds of labels under one name: refused. A judge chosen for this stage
-    (`localbench judge RUN --judge X`) is written into spec.yaml, so scores are labelled with it.
+    rubrics would mix two kinds of labels under one name: refused. Models are compared by
+    preset name (what judgments record), so a judge given as a preset file's path matches.
     """
-    judge = spec.models.for_role("judge")
+    from localbench.serving.presets import load_preset
+
+    judge = load_preset(spec.models.for_role("judge")).name
     models = {j.get("judge_model") for j in rd.judgments().read()} - {None, "rule"}
     earlier = sorted(models - {judge})
     if earlier:
         raise UserError(f"{rd.path}: already judged by {', '.join(earlier)}, not {judge}; to compare judges, use "
                         f"`localbench judges rejudge {rd.path} --judges {judge}` (written beside the run's own)")
-    doc = rd.read_spec()
-    before = (doc.get("judge") or {}).get("rubrics") or {}
+    before = (rd.read_spec().get("judge") or {}).get("rubrics") or {}
     changed = sorted(k for k in set(before) | set(rubrics) if before.get(k) != rubrics.get(k))
     if models and before and changed:
         raise UserError(f"{rd.path}: judged with other rubrics than these ({', '.join(changed)} changed); "
                         f"move {rd.path / 'judgments.jsonl'} aside to judge the whole run again with these")
-    recorded = RunSpec.model_validate(doc["spec"])
-    if recorded.models.judge != spec.models.judge:
-        doc["spec"]["models"]["judge"] = spec.models.judge
-        rd.update_provenance("spec", doc["spec"])
+
+
+def judge_of(spec: RunSpec, rd: RunDir) -> str:
+    """The judge a run's scores are labelled with: the one its judge stage recorded (a judge chosen
+    with `localbench judge RUN --judge X` is not part of the run's spec), else the spec's."""
+    recorded = (rd.read_spec().get("judge") or {}).get("model") if rd.spec_file.exists() else None
+    return recorded or spec.models.for_role("judge")
 
 
 def judge_stage(spec: RunSpec) -> None:
@@ -140,7 +144,7 @@ def score_stage(spec: RunSpec):
     rd = RunDir(spec.run_dir)
     transcripts = read_transcripts(rd)
     judgments = list(rd.judgments().read())
-    judge = spec.models.for_role("judge")
+    judge = judge_of(spec, rd)
     records = bm.scenario_scores(transcripts, judgments, scenarios_for(spec), judge)
     scores = bm.aggregate(records, spec.resolved_run_id, judge, seed=spec.seed)
     failures: dict[str, int] = {}

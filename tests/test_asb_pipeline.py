@@ -174,11 +174,16 @@ def test_a_run_keeps_to_one_judge_model(tiny_run, tmp_path):
     assert r.returncode != 0 and "serving.engine" in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
     r = _run_cli("score", str(tmp_path / "no-such-run"))
     assert r.returncode != 0 and "no such run directory" in r.stderr and not (tmp_path / "no-such-run").exists()
-    assert yaml.safe_load((run / "spec.yaml").read_text())["spec"]["models"]["judge"] is None
-    r = _run_cli("judge", str(run), "--judge", "tiny-random")  # the same model, now named: nothing to redo
+    from localbench.serving.presets import presets_dir
+
+    by_path = str(presets_dir() / "tiny-random.yaml")  # the same model, named by its file: nothing to redo
+    r = _run_cli("judge", str(run), "--judge", by_path)
     assert r.returncode == 0, r.stderr[-2000:]
     doc = yaml.safe_load((run / "spec.yaml").read_text())
-    assert doc["spec"]["models"]["judge"] == "tiny-random"
+    assert doc["judge"]["model"] == by_path and doc["spec"]["models"]["judge"] is None  # the run's spec is kept
+    r = _run_cli("simulate", "--agent", "tiny-random", "--engine", "hf", "--categories", CATS, "--levels",
+                 "L0,L1,L2", "--limit", "1", "--max-rounds", "2", "--out", str(tmp_path), "--run-id", "tiny")
+    assert r.returncode == 0 and "21 already done" in r.stdout, r.stderr[-2000:]  # still resumes
     doc["judge"]["rubrics"]["asb/task.j2"] = "an-older-rubric"  # as if the rubric had been edited since
     (run / "spec.yaml").write_text(yaml.safe_dump(doc))
     r = _run_cli("judge", str(run))
