@@ -88,6 +88,12 @@ class RunDir:
         tmp.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
         tmp.replace(self.spec_file)
 
+    def check_same_run(self, spec: RunSpec, fingerprint: dict[str, str] | None = None) -> None:
+        """RunMismatch if this directory holds a run made with other settings (see ``write_spec``);
+        cheap, so a stage can ask before it loads any model."""
+        if self.spec_file.exists():
+            self._check_same_run(yaml.safe_load(self.spec_file.read_text()) or {}, spec, fingerprint or {})
+
     def _check_same_run(self, old: dict[str, Any], spec: RunSpec, fingerprint: dict[str, str]) -> None:
         try:
             before = RunSpec.model_validate(old.get("spec") or {})

@@ -163,13 +163,28 @@ def test_resuming_a_run_made_with_other_settings_is_refused(suite, tmp_path):
                               (spec, edited, "scenarios: hash")]:
         with pytest.raises(RunMismatch, match=field):
             asyncio.run(simulate_scenarios(other, scs, fake_clients(), progress=False))
+    other_engine = FakeBackend()
+    other_engine.engine = "elsewhere"  # e.g. a server URL given to `--engine auto` the second time
+    with pytest.raises(RunMismatch, match="engines: hash agent=fake"):
+        asyncio.run(simulate_scenarios(spec, scenarios, fake_clients(other_engine), progress=False))
     doc = yaml.safe_load((tmp_path / "r" / "spec.yaml").read_text())
-    assert set(doc["fingerprint"]) == {"prompt_set", "scenarios"} and doc["spec"]["max_tokens"] == 200
+    assert set(doc["fingerprint"]) == {"prompt_set", "scenarios", "engines"} and doc["spec"]["max_tokens"] == 200
     assert (tmp_path / "r" / "transcripts.jsonl").read_text() == before
     doc["fingerprint"]["prompt_set"] = "made-by-older-templates"  # as if localbench's prompts had changed since
     (tmp_path / "r" / "spec.yaml").write_text(yaml.safe_dump(doc))
     with pytest.raises(RunMismatch, match="prompt_set: hash made-by-older-templates"):
         asyncio.run(simulate_scenarios(spec, scenarios, fake_clients(), progress=False))
+
+
+def test_a_mismatched_resume_is_refused_before_any_model_is_loaded(tmp_path, monkeypatch):
+    import localbench.benchmarks.asb.simulate as sim
+    from localbench.rundir import RunMismatch
+
+    spec = load_spec(None, out=str(tmp_path), run_id="r", levels=["L0"], categories=["CD"], limit=1)
+    asyncio.run(simulate_scenarios(spec, sim.load_for(spec)[0], fake_clients(), progress=False))
+    monkeypatch.setattr(sim, "open_clients", lambda spec: pytest.fail("a model was loaded before the check"))
+    with pytest.raises(RunMismatch, match="max_tokens: 200 → 64"):
+        sim.simulate(spec.model_copy(update={"max_tokens": 64}))
 
 
 def test_same_spec_same_transcripts(suite, tmp_path):

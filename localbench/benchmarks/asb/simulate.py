@@ -157,6 +157,12 @@ def provenance(spec: RunSpec, clients: SimClients, scenarios: list[Scenario], n_
     }
 
 
+def fingerprint(scenarios: list[Scenario]) -> dict[str, str]:
+    """What besides the spec makes two runs the same experiment (spec.yaml's ``fingerprint``; the
+    engine each role ran on is added once the models are open)."""
+    return {"prompt_set": prompt_set_hash(), "scenarios": scenarios_hash(scenarios)}
+
+
 def scenarios_hash(scenarios: list[Scenario]) -> str:
     """The scenarios' contents (not where they were read from): an edited file makes another run."""
     docs = sorted(json.dumps(s.model_dump(mode="json", exclude={"source"}), sort_keys=True) for s in scenarios)
@@ -192,8 +198,8 @@ async def simulate_scenarios(
     check_spec(spec)
     rd = RunDir(run_dir if run_dir is not None else spec.run_dir)
     tasks = plan(spec, scenarios)
-    _write_spec(rd, spec, provenance(spec, clients, scenarios, n_issues),
-                {"prompt_set": prompt_set_hash(), "scenarios": scenarios_hash(scenarios)})
+    engines = ",".join(f"{role}={clients.for_role(role).backend.engine}" for role in SIM_ROLES)
+    _write_spec(rd, spec, provenance(spec, clients, scenarios, n_issues), {**fingerprint(scenarios), "engines": engines})
     store = rd.transcripts()
     errors_file = JsonlStore(rd.path / "sim_errors.jsonl", key_field="id")
     todo = [t for t in tasks if t.key not in store]
@@ -250,6 +256,8 @@ def simulate(spec: RunSpec, *, progress: bool | None = None) -> SimulationSummar
     if not scenarios:
         raise SpecError(f"no scenarios selected from '{spec.scenarios}' (categories {spec.categories}, "
                         f"limit {spec.limit})")
+
+    RunDir(spec.run_dir).check_same_run(spec, fingerprint(scenarios))  # before any model is loaded
 
     async def go() -> SimulationSummary:
         clients = open_clients(spec)
