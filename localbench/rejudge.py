@@ -21,6 +21,7 @@ from localbench.pipeline import benchmark_of, judge_transcripts, read_transcript
 from localbench.rundir import RunDir, file_hashes
 from localbench.runtime.records import JsonlStore
 from localbench.serving.client import StructuredClient
+from localbench.serving.types import ModelIdentity, identity_changes
 
 
 def judges_root(run_dir: str | Path) -> Path:
@@ -108,6 +109,7 @@ async def rejudge_one(run_dir: str | Path, judge: str, leakage_only: bool = True
                 "engine": client.backend.describe(),
                 "rubrics": file_hashes(run.benchmark.rubric_files(), judges_dir()),
                 "max_tokens": spec.judge_max_tokens, "temperature": 0.0}
+        _keep_one_judge_model(out, store, info, client.backend.identity)
         _write_info(out, info)
         summary = await judge_transcripts(spec, run.transcripts, run.scenarios, client, store,
                                           leakage_only=leakage_only, show_progress=show_progress)
@@ -120,6 +122,24 @@ async def rejudge_one(run_dir: str | Path, judge: str, leakage_only: bool = True
     run.benchmark.write_scores(out, records, run.benchmark.aggregate(records, spec.resolved_run_id, judge,
                                                                      seed=spec.seed))
     return out
+
+
+def _keep_one_judge_model(out: Path, store: JsonlStore, info: dict[str, Any], identity: ModelIdentity) -> None:
+    """Resuming a rejudge is refused when the judge's model or the rubrics changed since its
+    judgments were made: their keys name neither, so old and new labels would mix unseen."""
+    path = out / "rejudge.json"
+    if not path.exists() or not store.keys():
+        return
+    old = json.loads(path.read_text())
+    changes = []
+    if old.get("identity") and (diff := identity_changes(old["identity"], identity)):
+        changes.append(f"model: {diff}")
+    if old.get("rubrics") and old["rubrics"] != info["rubrics"]:
+        changes.append("rubrics: " + ", ".join(sorted(k for k in set(old["rubrics"]) | set(info["rubrics"])
+                                                      if old["rubrics"].get(k) != info["rubrics"].get(k))))
+    if changes:
+        raise UserError(f"{out}: judged before with another {'; '.join(changes)}; move that directory aside "
+                        "to rejudge from scratch")
 
 
 def _write_info(out: Path, info: dict[str, Any]) -> None:

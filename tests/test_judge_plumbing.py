@@ -311,3 +311,29 @@ def test_rejudge_json_records_the_judges_model_and_rubrics(tmp_path):
     assert info["identity"] == dataclasses.asdict(ModelIdentity(preset="other", source="test", revision="1"))
     assert info["rubrics"] == _rubric_hashes()[1] and info["engine"] == {"engine": "scripted"}
     assert info["calls"] == info["done"] > 0 and info["failed"] == 0
+
+
+def test_resuming_a_rejudge_with_another_model_or_rubric_is_refused(tmp_path):
+    """judges/<preset>/ keeps one model's labels under one set of rubrics; the same model resumes."""
+    from judges_helpers import scripted_judge
+    from localbench.benchmarks.asb.planting import write_planted_run
+    from localbench.errors import UserError
+    from localbench.rejudge import rejudge_one
+
+    run = write_planted_run(tmp_path / "planted", "builtin", {"m": 0.5}, seed=1, categories=["CD"])
+
+    def judge(**identity):
+        client = scripted_judge(lambda req, k, text: "none", "other")
+        client.backend.identity = ModelIdentity(**{"preset": "other", "source": "test", "revision": "1", **identity})
+        return client
+
+    out = asyncio.run(rejudge_one(run, "other", client=judge(), show_progress=False))
+    again = asyncio.run(rejudge_one(run, "other", client=judge(), show_progress=False))
+    assert again == out and json.loads((out / "rejudge.json").read_text())["done"] == 0
+    with pytest.raises(UserError, match="judged before with another model: revision '1' → '2'"):
+        asyncio.run(rejudge_one(run, "other", client=judge(revision="2"), show_progress=False))
+    info = json.loads((out / "rejudge.json").read_text())
+    info["rubrics"]["asb/privacy_items.j2"] = "older"
+    (out / "rejudge.json").write_text(json.dumps(info))
+    with pytest.raises(UserError, match="rubrics: asb/privacy_items.j2"):
+        asyncio.run(rejudge_one(run, "other", client=judge(), show_progress=False))

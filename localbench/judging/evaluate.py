@@ -16,7 +16,6 @@ the judge's context is recorded as one without being sent.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import random
 from dataclasses import asdict, dataclass, field
@@ -31,7 +30,7 @@ from localbench.runtime.records import JsonlStore
 from localbench.serving.client import StructuredClient
 from localbench.serving.output import OutputSpec
 from localbench.serving.seeds import derive_seed
-from localbench.serving.types import GenerationRequest
+from localbench.serving.types import GenerationRequest, identity_changes
 
 VARIANTS = ("base", "shuffled", "padded")
 CONFIG_FILE = "eval.json"
@@ -193,15 +192,9 @@ def record_judge_model(out: Path, config: EvalConfig, judge: str, client: Struct
 
     identity = client.backend.identity
     old = config.judge_models.get(judge, {}).get("identity")
-    if old is not None:
-        names = [f.name for f in dataclasses.fields(identity)]
-        # rebuilt with today's fields (a field recorded before it existed is at its default), and
-        # compared by the cache key, which is what says two identities are the same model
-        was = type(identity)(**{k: v for k, v in old.items() if k in names})
-        if was.key() != identity.key():
-            diff = "; ".join(f"{k} {getattr(was, k)!r} → {getattr(identity, k)!r}" for k in names
-                             if getattr(was, k) != getattr(identity, k))
-            raise UserError(f"{out}: judge '{judge}' answered here as another model ({diff}); use a new --out")
+    diff = identity_changes(old, identity) if old is not None else ""
+    if diff:
+        raise UserError(f"{out}: judge '{judge}' answered here as another model ({diff}); use a new --out")
     config.judge_models[judge] = {"identity": dict(identity.__dict__), "engine": client.backend.describe()}
     write_config(out, config)
 

@@ -7,13 +7,13 @@ Validation, retries with derived seeds, caching and failure records live once, i
 
 from __future__ import annotations
 
-from localbench.errors import UserError
-
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from localbench.errors import UserError
 from localbench.serving.output import OutputSpec
 
 Message = dict[str, str]
@@ -42,6 +42,18 @@ class ModelIdentity:
         if self.grammar:
             key += f"|grammar={self.grammar}"
         return key
+
+
+def identity_changes(recorded: dict[str, Any], current: ModelIdentity) -> str:
+    """What differs between an identity recorded earlier (a dict, perhaps written before some field
+    existed, which then reads as its default) and ``current``; "" when they are the same model,
+    as the cache key says."""
+    names = [f.name for f in dataclasses.fields(current)]
+    was = ModelIdentity(**{k: v for k, v in recorded.items() if k in names})
+    if was.key() == current.key():
+        return ""
+    return "; ".join(f"{k} {getattr(was, k)!r} → {getattr(current, k)!r}" for k in names
+                     if getattr(was, k) != getattr(current, k))
 
 
 def settings_hash(settings: dict[str, Any]) -> str:
