@@ -136,7 +136,12 @@ def judge_of(spec: RunSpec, rd: RunDir) -> str:
 
 
 def judge_stage(spec: RunSpec) -> None:
-    asyncio.run(_judge(spec, RunDir(spec.run_dir)))
+    """Judge a run; with no judge in the spec, the one an earlier judge stage recorded goes on
+    (`localbench judge RUN --judge X`, then `localbench run` or `localbench judge RUN`, resumes X)."""
+    rd = RunDir(spec.run_dir)
+    if spec.models.judge is None and rd.spec_file.exists() and judge_of(spec, rd) != spec.models.for_role("judge"):
+        spec = spec.model_copy(update={"models": spec.models.model_copy(update={"judge": judge_of(spec, rd)})})
+    asyncio.run(_judge(spec, rd))
 
 
 def score_stage(spec: RunSpec):

@@ -3,7 +3,7 @@
 Each judge's labels go to runs/<id>/judges/<preset>/judgments.jsonl (same records, keys and
 rubrics as the run's own judge stage: ``pipeline.judge_transcripts``), then the benchmark's metric
 code scores them into scenario_scores.jsonl and scores.json beside it. The run's own
-judgments.jsonl stays untouched and counts as the judge named in its spec. It sits beside the
+judgments.jsonl stays untouched and counts as the judge its judge stage recorded. It sits beside the
 pipeline (not in judging/) because it reads run directories and calls the run's benchmark.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 from localbench.errors import UserError
 from localbench.judging.templates import judges_dir
-from localbench.pipeline import benchmark_of, judge_transcripts, read_transcripts, scenarios_for, spec_of
+from localbench.pipeline import benchmark_of, judge_of, judge_transcripts, read_transcripts, scenarios_for, spec_of
 from localbench.rundir import RunDir, file_hashes
 from localbench.runtime.records import JsonlStore
 from localbench.serving.client import StructuredClient
@@ -74,7 +74,7 @@ def run_judgments(run: LoadedRun) -> list[RunJudgments]:
     out = []
     own = run.path / "judgments.jsonl"
     if own.exists():
-        out.append(RunJudgments(run.spec.models.for_role("judge"), own, True, list(JsonlStore(own).read())))
+        out.append(RunJudgments(judge_of(run.spec, RunDir(run.path)), own, True, list(JsonlStore(own).read())))
     truth = bm.planted_judgments(run.transcripts)
     if truth:
         out.append(RunJudgments(bm.planted_judge, run.path / "transcripts.jsonl", False, truth))

@@ -190,6 +190,32 @@ def test_a_run_keeps_to_one_judge_model(tiny_run, tmp_path):
     assert r.returncode != 0 and "judged with other rubrics than these (asb/task.j2 changed)" in r.stderr, r.stderr
 
 
+def test_a_judge_chosen_for_the_judge_stage_labels_and_resumes_the_run(tiny_run, tmp_path):
+    """`judge RUN --judge B` on an unjudged run: scores and `judges report --run` name B, and a plain
+    `judge RUN` or `run` afterwards goes on with B instead of refusing the run."""
+    import shutil
+
+    from localbench.rejudge import LoadedRun, run_judgments
+    from localbench.serving.presets import presets_dir
+
+    run = tmp_path / "tiny"
+    shutil.copytree(tiny_run, run)
+    (run / "judgments.jsonl").unlink()
+    other = tmp_path / "tiny-b.yaml"  # the same weights under another preset name: another judge to localbench
+    other.write_text((presets_dir() / "tiny-random.yaml").read_text())  # a preset file is named by its stem
+    r = _run_cli("judge", str(run), "--judge", str(other))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert {j["judge_model"] for j in _jsonl(run / "judgments.jsonl")} - {"rule"} == {"tiny-b"}
+    for args in (["judge", str(run)], ["run", "--agent", "tiny-random", "--engine", "hf", "--categories", CATS,
+                                       "--levels", "L0,L1,L2", "--limit", "1", "--max-rounds", "2",
+                                       "--out", str(tmp_path), "--run-id", "tiny"]):
+        r = _run_cli(*args)
+        assert r.returncode == 0 and "0 calls made" in r.stderr, r.stderr[-2000:]
+    assert {x["judge"] for x in _jsonl(run / "scenario_scores.jsonl")} == {str(other)}
+    own = [j for j in run_judgments(LoadedRun.read(run)) if j.own]
+    assert [j.judge for j in own] == [str(other)]
+
+
 def test_run_stops_after_simulate_when_the_engine_is_dead(tmp_path):
     """A dead server: `run` exits non-zero naming the endpoint, and never judges or scores a partial set."""
     import socket
