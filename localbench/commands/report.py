@@ -15,7 +15,7 @@ def register(app: typer.Typer) -> None:
     @app.command("report")
     def report(
         run_dir: Path = typer.Argument(..., help="a finished run directory (runs/<id>) holding scores.json"),
-        ci: bool = typer.Option(False, "--ci", help="cells as 'mean [low, high]' instead of 'mean ± half-width'"),
+        ci: bool = typer.Option(False, "--ci", help="cells as 'mean \\[low, high]' instead of 'mean ± half-width'"),
     ) -> None:
         """Write tables/, figures/, report.html and report.md into RUN_DIR; prints the report.html path."""
         from localbench.report import render_report
