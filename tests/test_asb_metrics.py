@@ -128,7 +128,10 @@ def test_a_simulation_with_no_judgments_fails_every_metric(build):
 
     s = build()
     sm = simulation_metrics(s, [])
-    assert set(sm.failed) == set(leakage_metrics(s.category)) | set(JUDGED)
+    behaviours = {f for f in sm.failed if f.startswith("B:")}
+    assert set(sm.failed) == set(leakage_metrics(s.category)) | set(JUDGED) | behaviours
+    assert {"B:oversharing", "B:minimal_disclosure"} <= behaviours
+    assert ("B:reciprocal_probing" in behaviours) == (s.category == "CU")
     assert all(v is None for v in sm.values.values())
     if s.category == "CM":
         assert {"CSLR_full", "CER", "CER_partial"} <= set(sm.failed)
@@ -192,3 +195,13 @@ def test_a_scenario_without_private_items_scores_undefined_not_a_crash():
         m = simulation_metrics(s, [J("privacy", "all", {"levels": {}}), task(), beh()]).values
         head = "CDLR" if s.category == "CD" else "CULR"
         assert math.isnan(m[head]) and m["TCQ"] == 0.75
+
+
+def test_behaviour_rows_say_which_way_is_better():
+    from localbench.benchmarks.asb.scoring import aggregate
+
+    recs = [{"key": "k", "scenario": "s", "category": "CD", "level": "L0", "seed_index": 0, "model": "m", "judge": "j",
+             "domain_pair": None, "metrics": {"B:oversharing": 1.0, "B:minimal_disclosure": 0.0, "TCQ": 0.5},
+             "failed": []}]
+    rows = {r.metric: r.higher_is_better for r in aggregate(recs, "r", "j").rows if r.category == "CD"}
+    assert rows["B:oversharing"] is False and rows["B:minimal_disclosure"] is True and rows["TCQ"] is True

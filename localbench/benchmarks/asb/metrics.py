@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from localbench.benchmarks.asb.boundaries import forbidden_recipients, item_is_self_held
-from localbench.benchmarks.asb.judges import NEGATIVE
+from localbench.benchmarks.asb.judges import BEHAVIOURS, CU_BEHAVIOURS, NEGATIVE
 from localbench.benchmarks.asb.scenario import Scenario
 from localbench.report.metrics import HEADLINE
 
@@ -66,7 +66,8 @@ def unscored(scenario: Scenario, *, keep_judged: SimMetrics | None = None) -> Si
         m.failed = [k for k in keep_judged.failed if k not in leakage_metrics(scenario.category)]
     m.fail(*leakage_metrics(scenario.category))
     if keep_judged is None:
-        m.fail(*JUDGED)
+        behaviours = dict(BEHAVIOURS, **(CU_BEHAVIOURS if scenario.category == "CU" else {}))
+        m.fail(*JUDGED, *(f"B:{name}" for name in behaviours))  # behaviour rates count it as failed too
     return m
 
 

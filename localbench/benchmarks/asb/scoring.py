@@ -15,6 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable
 
+from localbench.benchmarks.asb.judges import NEGATIVE
 from localbench.benchmarks.asb.metrics import missing_calls, simulation_metrics, unscored
 from localbench.benchmarks.asb.scenario import Scenario
 from localbench.report.metrics import HEADLINE, HIGHER_IS_BETTER
@@ -86,6 +87,13 @@ def _per_scenario(records: list[dict[str, Any]], metric: str) -> tuple[dict[str,
     return means, len(failed - set(means))
 
 
+def _higher_is_better(metric: str) -> bool:
+    """Leakage and negative behaviours are better low; utility, compliance and positive behaviours high."""
+    if metric.startswith("B:"):
+        return metric[2:] not in NEGATIVE
+    return metric in HIGHER_IS_BETTER
+
+
 def _row(metric: str, model: str, judge: str, level: str, category: str, records: list[dict[str, Any]],
          seed: int, group: str = "") -> ScoreRow | None:
     per, n_failed = _per_scenario(records, metric)
@@ -96,7 +104,7 @@ def _row(metric: str, model: str, judge: str, level: str, category: str, records
     return ScoreRow(metric=metric, model=model, judge=judge, level=level, category=category, group=group,
                     mean=ci.estimate if ok else None, ci_low=ci.low if ok else None,
                     ci_high=ci.high if ok else None, n=ci.n, n_failed=n_failed,
-                    higher_is_better=metric in HIGHER_IS_BETTER)
+                    higher_is_better=_higher_is_better(metric))
 
 
 def _metrics_in(records: list[dict[str, Any]]) -> list[str]:
