@@ -29,7 +29,8 @@ class ScoreRow(BaseModel):
     ci_low: float | None
     ci_high: float | None
     n: int  # scenarios contributing a value
-    n_failed: int = 0  # scenarios whose value could not be computed (a judge call failed)
+    n_failed: int = 0  # scenarios with no value because their simulations could not be scored
+    n_failed_sims: int = 0  # simulations that could not be scored, also those of scenarios another seed kept
     higher_is_better: bool = False
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import csv
 import io
+import json
 import re
 import shutil
 import subprocess
@@ -121,7 +122,10 @@ def test_failed_cells_carry_a_dagger_and_a_footnote(rendered):
     md = (run / "tables" / "table2_main_L2.md").read_text()
     line = next(x for x in md.splitlines() if x.startswith("| smollm2-135m"))
     assert "| —† |" in line  # every MC judgment of this model at L2 failed: no value, flagged
-    assert "smollm2-135m MLR: 6 of 6" in md
+    assert "smollm2-135m MLR: 12 simulations, 6 of 6 scenarios left without a value" in md
+    # a scenario whose other seed scored keeps a value, and the cell still says a simulation failed
+    assert "simulations, 0 of 6 scenarios left without a value" in md
+    assert "never counted as no leak" in md
     tex = (run / "tables" / "table2_main_L2.tex").read_text()
     assert "---$^\\dagger$" in tex
 
@@ -296,3 +300,25 @@ def test_cli_missing_scores_is_one_line(tmp_path):
                        text=True, timeout=120)
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr.strip() == f"error: {tmp_path / 'scores.json'}: no scores file (the score stage of a run writes it)"
+
+
+def test_unscored_simulations_are_counted_by_reason(tmp_path):
+    """Crashed or never-judged simulations: the Failures section lists them by reason."""
+    run = make_run_dir(tmp_path / "asb-fixture", models=MODELS[:1], levels=("L0",), categories=("CD", "GC"),
+                       per_category=2)
+    lines = [json.loads(x) for x in (run / "scenario_scores.jsonl").read_text().splitlines()]
+    lines[0]["unscored"], lines[1]["unscored"] = "simulation error", "not judged yet"
+    lines[2]["unscored"] = "simulation error"
+    (run / "scenario_scores.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    build_report(run)
+    md = (run / "report.md").read_text()
+    assert "| simulation error | 2 |" in md and "| not judged yet | 1 |" in md
+    assert "Simulations whose leakage could not be measured" in (run / "report.html").read_text()
+
+
+def test_comparisons_csv_holds_the_p_values_themselves(rendered):
+    run, _ = rendered
+    rows = list(csv.DictReader(io.StringIO((run / "tables" / "comparisons.csv").read_text())))
+    small = [r for r in rows if r["p"] and float(r["p"]) < 0.001]
+    assert small, "the fixture has a p-value the table shows as <0.001"
+    assert all(0 < float(r["p"]) < 0.001 for r in small)  # the number, not the text "<0.001"

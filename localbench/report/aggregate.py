@@ -29,15 +29,21 @@ class Estimate:
     low: float | None = None
     high: float | None = None
     n: int = 0
-    n_failed: int = 0
+    n_failed: int = 0  # scenarios left without a value by failures
     higher_is_better: bool = False
+    n_failed_sims: int = 0  # simulations that could not be scored (their scenario may still have a value)
 
     @classmethod
     def from_row(cls, row: ScoreRow | None, default_hib: bool = False) -> "Estimate":
         if row is None:
             return cls(None, higher_is_better=default_hib)
         return cls(_finite(row.mean), _finite(row.ci_low), _finite(row.ci_high), row.n, row.n_failed,
-                   row.higher_is_better)
+                   row.higher_is_better, row.n_failed_sims)
+
+    @property
+    def any_failed(self) -> bool:
+        """Whether a failure lies behind this cell (the table marks it with a dagger)."""
+        return self.n_failed > 0 or self.n_failed_sims > 0
 
     @property
     def has_ci(self) -> bool:
@@ -71,6 +77,7 @@ def _pool(run: RunData, model: str, level: str, judge: str | None, pick: Pick) -
     assert run.scenarios is not None
     per_unit: dict[tuple[str, str], list[float]] = defaultdict(list)
     failed: set[tuple[str, str]] = set()
+    n_sims = 0
     for s in run.scenarios:
         if s.model != model or s.level != level or (judge is not None and s.judge != judge):
             continue
@@ -83,12 +90,13 @@ def _pool(run: RunData, model: str, level: str, judge: str | None, pick: Pick) -
             per_unit[unit].append(v)
         elif bad:
             failed.add(unit)
+            n_sims += 1
     values = [sum(v) / len(v) for v in per_unit.values()]
     n_failed = len(failed - per_unit.keys())
     if not values:
-        return Estimate(None, n=0, n_failed=n_failed)
+        return Estimate(None, n=0, n_failed=n_failed, n_failed_sims=n_sims)
     ci = bootstrap_ci(values, **bootstrap_settings(run))
-    return Estimate(ci.estimate, ci.low, ci.high, ci.n, n_failed)
+    return Estimate(ci.estimate, ci.low, ci.high, ci.n, n_failed, n_failed_sims=n_sims)
 
 
 def pooled_leak(run: RunData, model: str, level: str, categories: Iterable[str], judge: str | None = None,
@@ -122,18 +130,19 @@ def pooled_metric(run: RunData, metric: str, model: str, level: str, judge: str 
         return s.metrics.get(metric), metric in s.failed
 
     e = _pool(run, model, level, judge, pick)
-    return Estimate(e.mean, e.low, e.high, e.n, e.n_failed, higher_is_better(metric))
+    return Estimate(e.mean, e.low, e.high, e.n, e.n_failed, higher_is_better(metric), e.n_failed_sims)
 
 
 def _pooled_from_rows(run: RunData, model: str, level: str, cats: list[str], judge: str | None,
                       part: str = "") -> Estimate:
-    total, n, n_failed = 0.0, 0, 0
+    total, n, n_failed, n_sims = 0.0, 0, 0, 0
     for c in cats:
         r = run.row(HEADLINE[c] + part, model, level, c, judge)
         if r is None:
             continue
         n_failed += r.n_failed
+        n_sims += r.n_failed_sims
         if r.mean is not None and r.n > 0:
             total += _as_leak(r.metric, r.mean) * r.n
             n += r.n
-    return Estimate(total / n if n else None, n=n, n_failed=n_failed)
+    return Estimate(total / n if n else None, n=n, n_failed=n_failed, n_failed_sims=n_sims)

@@ -38,6 +38,7 @@ class ScenarioScore(BaseModel):
     domain_pair: str | None = None  # CD only, "source→target"
     metrics: dict[str, float | None]
     failed: list[str] = []
+    unscored: str | None = None  # why its leakage could not be measured (crash, not judged, ...)
 
 
 @dataclass

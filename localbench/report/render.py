@@ -105,8 +105,9 @@ def failure_summary(run: RunData) -> dict[str, Any]:
     unit = "simulations" if run.scenarios is not None else "scenarios"
     order = [HEADLINE[c] for c in CATEGORIES]
     rows = sorted(by_metric.items(), key=lambda kv: (kv[0] not in order, order.index(kv[0]) if kv[0] in order else 0, kv[0]))
+    unscored = Counter(s.unscored for s in run.scenarios or [] if s.unscored)
     return {"judges": dict(run.scores.failures), "by_metric": rows, "unit": unit,
-            "total": sum(run.scores.failures.values())}
+            "total": sum(run.scores.failures.values()), "unscored": sorted(unscored.items())}
 
 
 def _figure_entry(f: FigureResult, paths: dict[str, Path], root: Path) -> dict[str, Any]:

@@ -105,19 +105,22 @@ class Table:
         cell = r.cells[j]
         text = self._value_text(cell, col, r.kind == "delta")
         bold = text != MISSING and (i in self.best_rows(j) or (i in self.bold_rows and isinstance(cell, Estimate)))
-        dagger = isinstance(cell, Estimate) and cell.n_failed > 0
+        dagger = isinstance(cell, Estimate) and cell.any_failed
         return text, bold, dagger
 
     def failure_note(self) -> str | None:
         items = []
         for r in self.rows:
             for col, c in zip(self.columns, r.cells):
-                if isinstance(c, Estimate) and c.n_failed > 0:
-                    items.append(f"{' '.join(r.labels)} {col.header}: {c.n_failed} of {c.n + c.n_failed}")
+                if isinstance(c, Estimate) and c.any_failed:
+                    sims = f"{c.n_failed_sims} simulations, " if c.n_failed_sims else ""
+                    items.append(f"{' '.join(r.labels)} {col.header}: {sims}{c.n_failed} of {c.n + c.n_failed} "
+                                 "scenarios left without a value")
         if not items:
             return None
-        return (f"{DAGGER} scenarios whose value could not be computed (a judge call failed) are excluded "
-                f"from the mean: " + "; ".join(items) + ".")
+        return (f"{DAGGER} values that could not be computed (a judge call failed, or the simulation crashed, "
+                f"was not judged, or sent no agent message) are left out of the mean, never counted as no "
+                f"leak: " + "; ".join(items) + ".")
 
     def all_notes(self) -> list[str]:
         f = self.failure_note()
@@ -173,17 +176,20 @@ class Table:
         head = list(self.label_headers) + ["row_kind"]
         for c in self.columns:
             head += [c.header] if c.metric == "" else [c.header, f"{c.header}_low", f"{c.header}_high",
-                                                       f"{c.header}_n", f"{c.header}_n_failed"]
+                                                       f"{c.header}_n", f"{c.header}_n_failed",
+                                                       f"{c.header}_n_failed_sims"]
         w.writerow(head)
         for r in self.rows:
             line: list[object] = list(r.labels) + [r.kind]
             for c, cell in zip(self.columns, r.cells):
                 if c.metric == "":
-                    line.append("" if cell is None else (cell if isinstance(cell, str) else _num(cell.mean)))
+                    line.append("" if cell is None else cell.value if isinstance(cell, Shown)
+                                else cell if isinstance(cell, str) else _num(cell.mean))
                 elif isinstance(cell, Estimate):
-                    line += [_num(cell.mean), _num(cell.low), _num(cell.high), cell.n, cell.n_failed]
+                    line += [_num(cell.mean), _num(cell.low), _num(cell.high), cell.n, cell.n_failed,
+                             cell.n_failed_sims]
                 else:
-                    line += ["", "", "", "", ""]
+                    line += ["", "", "", "", "", ""]
             w.writerow(line)
         return buf.getvalue()
 
@@ -442,10 +448,21 @@ def comparisons_table(run: RunData, significant_only: bool = False) -> Table | N
     return t
 
 
+class Shown(str):
+    """A number shown as text in a table (a p-value as "<0.001"); the CSV gets the number itself."""
+
+    value: float
+
+    def __new__(cls, text: str, value: float) -> "Shown":
+        s = super().__new__(cls, text)
+        s.value = value
+        return s
+
+
 def _p(p: float | None) -> str | None:
     if p is None:
         return None
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
+    return Shown("<0.001" if p < 0.001 else f"{p:.3f}", p)
 
 
 def build_tables(run: RunData, fmt: CellFormat = "pm") -> list[Table]:

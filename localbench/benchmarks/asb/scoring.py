@@ -73,18 +73,21 @@ def unscored_reason(transcript: dict[str, Any], judgments: list[dict[str, Any]])
     return SILENT if stuck and not spoke else None
 
 
-def _per_scenario(records: list[dict[str, Any]], metric: str) -> tuple[dict[str, float], int]:
-    """Scenario id → value (mean over seeds with a value); and how many scenarios failed."""
+def _per_scenario(records: list[dict[str, Any]], metric: str) -> tuple[dict[str, float], int, int]:
+    """Scenario id → value (mean over seeds with a value); how many scenarios have no value
+    because they failed; and how many simulations failed (a scenario's other seeds may cover one)."""
     vals: dict[str, list[float]] = defaultdict(list)
     failed: set[str] = set()
+    n_sims = 0
     for r in records:
         if metric in r["failed"]:
             failed.add(r["scenario"])
+            n_sims += 1
         v = r["metrics"].get(metric)
         if v is not None:
             vals[r["scenario"]].append(float(v))
     means = {k: sum(v) / len(v) for k, v in vals.items()}
-    return means, len(failed - set(means))
+    return means, len(failed - set(means)), n_sims
 
 
 def _higher_is_better(metric: str) -> bool:
@@ -96,14 +99,14 @@ def _higher_is_better(metric: str) -> bool:
 
 def _row(metric: str, model: str, judge: str, level: str, category: str, records: list[dict[str, Any]],
          seed: int, group: str = "") -> ScoreRow | None:
-    per, n_failed = _per_scenario(records, metric)
+    per, n_failed, n_failed_sims = _per_scenario(records, metric)
     if not per and not n_failed:
         return None
     ci = bootstrap_ci(list(per.values()), n_resamples=CI_RESAMPLES, seed=seed)
     ok = ci.n > 0
     return ScoreRow(metric=metric, model=model, judge=judge, level=level, category=category, group=group,
                     mean=ci.estimate if ok else None, ci_low=ci.low if ok else None,
-                    ci_high=ci.high if ok else None, n=ci.n, n_failed=n_failed,
+                    ci_high=ci.high if ok else None, n=ci.n, n_failed=n_failed, n_failed_sims=n_failed_sims,
                     higher_is_better=_higher_is_better(metric))
 
 
