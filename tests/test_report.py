@@ -124,7 +124,7 @@ def test_failed_cells_carry_a_dagger_and_a_footnote(rendered):
     assert "| —† |" in line  # every MC judgment of this model at L2 failed: no value, flagged
     assert "smollm2-135m MLR: 12 simulations, 6 of 6 scenarios left without a value" in md
     # a scenario whose other seed scored keeps a value, and the cell still says a simulation failed
-    assert "simulations, 0 of 6 scenarios left without a value" in md
+    assert "1 simulation, 0 of 6 scenarios left without a value" in md
     assert "never counted as no leak" in md
     tex = (run / "tables" / "table2_main_L2.tex").read_text()
     assert "---$^\\dagger$" in tex
@@ -322,3 +322,14 @@ def test_comparisons_csv_holds_the_p_values_themselves(rendered):
     small = [r for r in rows if r["p"] and float(r["p"]) < 0.001]
     assert small, "the fixture has a p-value the table shows as <0.001"
     assert all(0 < float(r["p"]) < 0.001 for r in small)  # the number, not the text "<0.001"
+
+
+def test_secondary_leakage_metrics_have_their_table(rendered):
+    """CULR_worst and CER are in scores.json and in a table of their own, with the rows' values."""
+    run, _ = rendered
+    rows = list(csv.DictReader(io.StringIO((run / "tables" / "table2b_secondary.csv").read_text())))
+    data = load_run(run)
+    for r in rows:
+        ref = data.row("CER", r["Model"], r["Level"], "CM")
+        assert ref is not None and float(r["CER"]) == pytest.approx(ref.mean)
+    assert "Secondary leakage metrics" in (run / "report.md").read_text()

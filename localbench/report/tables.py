@@ -113,7 +113,8 @@ class Table:
         for r in self.rows:
             for col, c in zip(self.columns, r.cells):
                 if isinstance(c, Estimate) and c.any_failed:
-                    sims = f"{c.n_failed_sims} simulations, " if c.n_failed_sims else ""
+                    n = c.n_failed_sims
+                    sims = f"{n} simulation{'s' if n != 1 else ''}, " if n else ""
                     items.append(f"{' '.join(r.labels)} {col.header}: {sims}{c.n_failed} of {c.n + c.n_failed} "
                                  "scenarios left without a value")
         if not items:
@@ -336,8 +337,9 @@ def ladder_table(run: RunData, fmt: CellFormat = "pm") -> Table:
                                  for a, b in zip(first, last)]
             t.rows.append(Row(_labels(model, judge) + [f"Δ {levels[0]}→{levels[-1]}"], delta, kind="delta"))
     t.notes.append(_ci_note(run, fmt))
-    t.notes.append("Dyadic leak pools CD, MC, CU; multi-party leak pools GC, HS, CM, AM (ACS counted as the "
-                   "violation rate 1 − ACS); each scenario counts once (its seeds averaged).")
+    t.notes.append("Dyadic leak pools CD, MC, CU; multi-party leak pools GC, HS, CM, AM (each by its headline "
+                   "metric: CM by CSLR, ACS counted as the violation rate 1 − ACS); each scenario counts once "
+                   "(its seeds averaged).")
     if run.scenarios is None:
         t.notes.append("scenario_scores.jsonl is absent: pooled leak is the n-weighted mean of the category means, without a CI.")
     if len(levels) >= 2:
@@ -371,6 +373,27 @@ def split_table(run: RunData, fmt: CellFormat = "pm") -> Table | None:
     t.notes.append(_ci_note(run, fmt))
     t.notes.append("Full: the private item itself was disclosed; partial: a recognisable hint or abstraction of it. "
                    "Partial share = partial / (full + partial), from the means.")
+    return t
+
+
+SECONDARY = (("CULR_worst", "CU"), ("CER", "CM"))
+
+
+def secondary_table(run: RunData, fmt: CellFormat = "pm") -> Table | None:
+    """The leakage metrics that are not a category's headline: CU's worse-off user, CM's extraction."""
+    cols = [(Column(m, m, higher_is_better(m)), c) for m, c in SECONDARY if _has(run, m, c)]
+    if not cols:
+        return None
+    t = Table(name="table2b_secondary", title="Secondary leakage metrics by level",
+              label_headers=_label_headers(run, "Level"), columns=[c for c, _ in cols], fmt=fmt)
+    for model, judge in _agents(run):
+        for level in run.levels():
+            cells: list[Cell] = [Estimate.from_row(run.row(col.metric, model, level, cat, judge), False)
+                                 for col, cat in cols]
+            t.rows.append(Row(_labels(model, judge) + [level], cells))
+    t.notes.append(_ci_note(run, fmt))
+    t.notes.append("CULR_worst: the cross-user leakage rate of the worse-off user (CU); CER: private items about "
+                   "a competitor that reached other competitors (CM).")
     return t
 
 
@@ -469,7 +492,7 @@ def build_tables(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
     """Every table of the report, in the order it shows them."""
     tables = [main_table(run, lv, fmt) for lv in run.levels()]
     tables.append(ladder_table(run, fmt))
-    for extra in (behaviour_table(run, fmt), split_table(run, fmt), comparisons_table(run)):
+    for extra in (secondary_table(run, fmt), behaviour_table(run, fmt), split_table(run, fmt), comparisons_table(run)):
         if extra is not None:
             tables.append(extra)
     return tables
