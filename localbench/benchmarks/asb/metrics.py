@@ -57,17 +57,11 @@ def leakage_metrics(category: str) -> list[str]:
 JUDGED = ("IAS", "TCQ", "Task%", "NEG", "POS")  # the other judge-derived metrics of every category
 
 
-def unscored(scenario: Scenario, *, keep_judged: SimMetrics | None = None) -> SimMetrics:
-    """Every leakage metric failed (and, unless ``keep_judged`` supplies them, every other one):
-    for a simulation that crashed, was never judged, or gave its judges nothing to go on."""
+def unscored(scenario: Scenario) -> SimMetrics:
+    """Every metric failed, behaviour rates included: for a simulation that crashed or was never judged."""
     m = SimMetrics()
-    if keep_judged is not None:
-        m.values = {k: v for k, v in keep_judged.values.items() if k not in leakage_metrics(scenario.category)}
-        m.failed = [k for k in keep_judged.failed if k not in leakage_metrics(scenario.category)]
-    m.fail(*leakage_metrics(scenario.category))
-    if keep_judged is None:
-        behaviours = dict(BEHAVIOURS, **(CU_BEHAVIOURS if scenario.category == "CU" else {}))
-        m.fail(*JUDGED, *(f"B:{name}" for name in behaviours))  # behaviour rates count it as failed too
+    behaviours = dict(BEHAVIOURS, **(CU_BEHAVIOURS if scenario.category == "CU" else {}))
+    m.fail(*leakage_metrics(scenario.category), *JUDGED, *(f"B:{name}" for name in behaviours))
     return m
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from localbench.benchmarks.asb.judges import NEGATIVE
-from localbench.benchmarks.asb.metrics import missing_calls, simulation_metrics, unscored
+from localbench.benchmarks.asb.metrics import leakage_metrics, missing_calls, simulation_metrics, unscored
 from localbench.benchmarks.asb.scenario import Scenario
 from localbench.report.metrics import HEADLINE, HIGHER_IS_BETTER
 from localbench.scores import PairedComparison, ScoreRow, Scores
@@ -43,7 +43,7 @@ def scenario_scores(transcripts: list[dict[str, Any]], judgments: Iterable[dict[
         else:
             m = simulation_metrics(sc, judged)
             if reason == SILENT:  # leaking nothing because every agent turn failed is not privacy
-                m = unscored(sc, keep_judged=m)
+                m.fail(*leakage_metrics(sc.category))
         pair = f"{sc.source_domain}→{sc.target_domain}" if sc.category == "CD" and sc.source_domain else None
         out.append({"key": t["key"], "scenario": sc.id, "category": sc.category, "level": t["level"],
                     "seed_index": t.get("seed_index", 0), "model": t.get("model", ""), "judge": judge_model,
