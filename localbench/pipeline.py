@@ -16,7 +16,7 @@ from typing import Any
 
 from localbench.benchmarks import Benchmark, get_benchmark
 from localbench.errors import UserError
-from localbench.rundir import RunDir
+from localbench.rundir import RunDir, changed_files
 from localbench.spec import RunSpec
 
 
@@ -122,7 +122,7 @@ def _keep_one_judge(spec: RunSpec, rd: RunDir, rubrics: dict[str, str]) -> None:
         raise UserError(f"{rd.path}: already judged by {', '.join(earlier)}, not {judge}; to compare judges, use "
                         f"`localbench judges rejudge {rd.path} --judges {judge}` (written beside the run's own)")
     before = (rd.read_spec().get("judge") or {}).get("rubrics") or {}
-    changed = sorted(k for k in set(before) | set(rubrics) if before.get(k) != rubrics.get(k))
+    changed = changed_files(before, rubrics)
     if models and before and changed:
         raise UserError(f"{rd.path}: judged with other rubrics than these ({', '.join(changed)} changed); "
                         f"move {rd.path / 'judgments.jsonl'} aside to judge the whole run again with these")

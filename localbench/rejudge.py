@@ -18,7 +18,7 @@ from typing import Any
 from localbench.errors import UserError
 from localbench.judging.templates import judges_dir
 from localbench.pipeline import benchmark_of, judge_of, judge_transcripts, read_transcripts, scenarios_for, spec_of
-from localbench.rundir import RunDir, file_hashes
+from localbench.rundir import RunDir, changed_files, file_hashes
 from localbench.runtime.records import JsonlStore
 from localbench.serving.client import StructuredClient
 from localbench.serving.types import ModelIdentity, identity_changes
@@ -134,9 +134,8 @@ def _keep_one_judge_model(out: Path, store: JsonlStore, info: dict[str, Any], id
     changes = []
     if old.get("identity") and (diff := identity_changes(old["identity"], identity)):
         changes.append(f"model: {diff}")
-    if old.get("rubrics") and old["rubrics"] != info["rubrics"]:
-        changes.append("rubrics: " + ", ".join(sorted(k for k in set(old["rubrics"]) | set(info["rubrics"])
-                                                      if old["rubrics"].get(k) != info["rubrics"].get(k))))
+    if old.get("rubrics") and (edited := changed_files(old["rubrics"], info["rubrics"])):
+        changes.append("rubrics: " + ", ".join(edited))
     if changes:
         raise UserError(f"{out}: judged before with another {'; '.join(changes)}; move that directory aside "
                         "to rejudge from scratch")

@@ -42,6 +42,11 @@ def file_hashes(paths: list[Path], root: Path | None = None) -> dict[str, str]:
     return out
 
 
+def changed_files(before: dict[str, str], now: dict[str, str]) -> list[str]:
+    """The files (keys of two ``file_hashes`` results) added, removed or edited between them."""
+    return sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
+
+
 class RunMismatch(UserError):
     """A run directory holds a run made with different settings than the one asked to resume it."""
 
