@@ -233,6 +233,21 @@ def test_rerun_with_other_answer_settings_is_refused(tmp_path, setting, old, new
     assert ((out / "eval.json").read_text(), (out / "judgments.jsonl").read_text()) == before
 
 
+def test_a_setting_no_answer_used_does_not_block_a_rerun(tmp_path):
+    """Greedy, unpadded answers do not depend on temperature or pad_messages; once a sampled seed
+    or a padded variant is asked for, they do, and a change is refused again."""
+    from localbench.errors import UserError
+
+    gold, out = _gold(tmp_path), tmp_path / "ev"
+    _eval(gold, out, ["a"], seeds=1, temperature=0.7, pad_messages=8)
+    s = _eval(gold, out, ["a", "b"], seeds=1, temperature=1.0, pad_messages=4)
+    assert s["a"].skipped == s["a"].total and s["b"].done == s["b"].total > 0
+    with pytest.raises(UserError, match="temperature"):
+        _eval(gold, out, ["a"], seeds=2, temperature=0.5)
+    with pytest.raises(UserError, match="pad_messages"):
+        _eval(gold, out, ["a"], pad=True, pad_messages=2)
+
+
 @pytest.mark.parametrize("rubric", ["asb/privacy_items.j2", "asb/system.j2"])
 def test_rerun_after_editing_the_judge_prompt_is_refused(tmp_path, monkeypatch, rubric):
     """The rubric, and the system prompt beside it (which its file hash does not cover)."""

@@ -249,7 +249,8 @@ def prepare(gold: str | Path, out: str | Path, config: EvalConfig, item_judge: I
             raise UserError(f"{out}: this eval directory holds answers to the '{old.get('benchmark', 'asb')}' "
                             f"benchmark's judge, not '{config.benchmark}'; use a new --out")
         new = asdict(config)
-        diff = [f"{k} {old[k]!r} → {new[k]!r}" for k in ANSWER_SETTINGS if k in old and old[k] != new[k]]
+        diff = [f"{k} {old[k]!r} → {new[k]!r}" for k in _settings_in_use(old, new)
+                if k in old and old[k] != new[k]]
         if diff:
             raise UserError(f"{out}: this eval directory holds answers made with other settings "
                             f"({'; '.join(diff)}); use a new --out, or rerun with the old settings")
@@ -259,6 +260,17 @@ def prepare(gold: str | Path, out: str | Path, config: EvalConfig, item_judge: I
     write_config(outp, config)
     write_gold(outp / GOLD_COPY, items)
     return items
+
+
+def _settings_in_use(old: dict, new: dict) -> list[str]:
+    """The ``ANSWER_SETTINGS`` that shape an answer either eval asks for: ``temperature`` only
+    matters once a sampled seed (seeds > 1) exists, ``pad_messages`` once padded answers do."""
+    unused = set()
+    if max(old.get("seeds", 1), new.get("seeds", 1)) <= 1:
+        unused.add("temperature")
+    if not (old.get("pad") or new.get("pad")):
+        unused.add("pad_messages")
+    return [k for k in ANSWER_SETTINGS if k not in unused]
 
 
 async def run_eval(gold: str | Path, out: str | Path, config: EvalConfig, item_judge: ItemJudge,
