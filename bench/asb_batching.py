@@ -120,6 +120,18 @@ async def main(args) -> None:
     eff = (tok_b / dt_b) / (tok_c / dt_c)
     print(f"\nspeedup (b)/(a) = {speedup:.2f}x (target >= 4x); efficiency (b)/(c) = {eff:.2f} (target >= 0.8)")
     print(f"requests replayed in (c): {len(recorded)}; sequential run: {sa.line()}")
+    if ea and eb:
+        _print_limits(tok_a / dt_a, tok_b, ea, eb)
+
+
+def _print_limits(rate_a: float, tok_b: int, ea: dict, eb: dict) -> None:
+    """What bounds the speedup, from the engine's own timers: decode steps compared alone, and the
+    speedup (b) would reach if its decoding took no time at all (its prompts are timed as they ran)."""
+    decode_a = ea["generated"] / max(ea["decode_s"], 1e-9)
+    decode_b = eb["generated"] / max(eb["decode_s"], 1e-9)
+    print(f"decode steps alone: (b)/(a) = {decode_b / decode_a:.2f}x; "
+          f"with (b)'s decoding free, its prompts alone ({eb['prefill_s']:.1f} s) would cap the speedup "
+          f"at {tok_b / max(eb['prefill_s'], 1e-9) / rate_a:.2f}x")
 
 
 if __name__ == "__main__":
