@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 
@@ -46,9 +48,9 @@ def register(app: typer.Typer) -> None:
             else:
                 w = Table(title="warnings by field (one example each; --verbose lists all)")
                 for c in ("field", "count", "example"):
-                    w.add_column(c)
+                    w.add_column(c, overflow="fold")  # wrapped, never cut: the file name is at the end
                 for pattern, n, ex in rep.issues_by_field():
-                    w.add_row(pattern, str(n), f"{ex.file}: {ex.message}")
+                    w.add_row(pattern, str(n), f"{_within(ex.file, source)}: {ex.message}")
                 con.print(w)
         for f in rep.failed:
             con.print(f"[red]error[/]: {f.error}", highlight=False)
@@ -59,3 +61,11 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(1)
 
     app.add_typer(data_app, name="data")
+
+
+def _within(file: str, source: str) -> str:
+    """A file's path relative to the checked directory (the part that tells files apart)."""
+    try:
+        return str(Path(file).relative_to(Path(source)))
+    except ValueError:
+        return file

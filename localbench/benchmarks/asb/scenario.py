@@ -63,6 +63,10 @@ class PrivateItem(_Strict):
     ``holder`` is the agent that knows it (HS/CM coordinators hold other people's secrets).
     ``blocked_tiers`` (AM only): recipients whose tier, as seen by the owner, is in this list must
     not receive it; for the other categories an item must not reach anyone outside its owner's side.
+    ``about`` (multi-party): the participant an item in the owner's boundary is about, when that is
+    someone else ("Kyle's diagnosis" on Jun's list): hearing their own information is no leak, so
+    they are never one of its forbidden recipients. Left out of dumps when empty, so scenarios
+    without it keep their hash.
     """
 
     id: str
@@ -72,6 +76,7 @@ class PrivateItem(_Strict):
     domain: str | None = None
     sensitivity: int | None = Field(None, ge=1, le=5)
     blocked_tiers: list[Tier] | None = None
+    about: str | None = Field(None, exclude_if=lambda v: v is None)
 
 
 class Abstraction(_Strict):
@@ -138,6 +143,8 @@ class Scenario(_Strict):
                 raise ValueError(f"items[{i}].owner: unknown person '{it.owner}'")
             if it.holder not in agents:
                 raise ValueError(f"items[{i}].holder: unknown agent '{it.holder}'")
+            if it.about is not None and it.about not in people:
+                raise ValueError(f"items[{i}].about: unknown person '{it.about}'")
         ids = [it.id for it in self.items]
         if len(ids) != len(set(ids)):
             raise ValueError("items: item ids must be unique")

@@ -74,6 +74,20 @@ def name_tokens(full_name: str) -> list[str]:
     return kept or toks
 
 
+def without_note(name: str) -> str:
+    """A name without a trailing parenthetical: 'Miguel Alvarez (age 29, PhD Candidate (CS))' ->
+    'Miguel Alvarez'. The note repeats the profile's demographics; kept, it became part of the
+    person's id and made the last word of their name 'CS))'."""
+    if not name.rstrip().endswith(")"):
+        return name
+    depth = 0
+    for i in range(len(name.rstrip()) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(name[i], 0)
+        if depth == 0:
+            return name[:i].rstrip() or name
+    return name
+
+
 def _norm_key(text: str) -> str:
     return " ".join(fold(text).lower().replace("_", " ").replace(".", " ").split())
 
@@ -87,8 +101,8 @@ def domain_sensitivity(profile: dict[str, Any]) -> tuple[dict[str, int], list[tu
     """Per-domain sensitivity of an embedded profile, and the out-of-range labels it skipped.
 
     A domain-level ``sensitivity`` wins where it exists. Otherwise the domain takes the highest
-    attribute-level label, whichever of the three upstream shapes carries it: ``{value…,
-    sensitivity: n}``, ``{fact text: n}``, or a bare ``n``. ``demographics`` holds ages, not labels.
+    attribute-level label, whichever upstream shape carries it (``_attribute_labels``).
+    ``demographics`` holds ages, not labels.
     """
     out: dict[str, int] = {}
     bad: list[tuple[str, Any]] = []
@@ -104,14 +118,7 @@ def domain_sensitivity(profile: dict[str, Any]) -> tuple[dict[str, int], list[tu
             continue
         labels: list[int] = []
         for key, a in attrs.items():
-            cands: list[tuple[str, Any]] = []
-            if isinstance(a, dict) and "sensitivity" in a:
-                cands.append((f"{dom}.{key}.sensitivity", a["sensitivity"]))
-            elif isinstance(a, dict) and a and all(_is_label(x) for x in a.values()):
-                cands.extend((f"{dom}.{key}.{k}", x) for k, x in a.items())
-            elif _is_label(a):
-                cands.append((f"{dom}.{key}", a))
-            for where, v in cands:
+            for where, v in _attribute_labels(a, f"{dom}.{key}"):
                 if _is_label(v) and 1 <= v <= 5:
                     labels.append(v)
                 else:
@@ -119,6 +126,24 @@ def domain_sensitivity(profile: dict[str, Any]) -> tuple[dict[str, int], list[tu
         if labels:
             out[dom] = max(labels)
     return out, bad
+
+
+def _attribute_labels(a: Any, where: str, top: bool = True) -> list[tuple[str, Any]]:
+    """The sensitivity labels one profile attribute carries, with where each sits.
+
+    At the top: ``{value…, sensitivity: n}``, ``{fact text: n}`` or a bare ``n``. Deeper (a dict
+    of sub-facts, or a list of them, each with its own ``sensitivity``) only explicit
+    ``sensitivity`` keys count, since other numbers there are amounts, not labels.
+    """
+    if isinstance(a, dict):
+        if "sensitivity" in a:
+            return [(f"{where}.sensitivity", a["sensitivity"])]
+        if top and a and all(_is_label(x) for x in a.values()):
+            return [(f"{where}.{k}", x) for k, x in a.items()]
+        return [lab for k, x in a.items() for lab in _attribute_labels(x, f"{where}.{k}", top=False)]
+    if isinstance(a, list):
+        return [lab for i, x in enumerate(a) for lab in _attribute_labels(x, f"{where}[{i}]", top=False)]
+    return [(where, a)] if top and _is_label(a) else []
 
 
 # -- conversion context ----------------------------------------------------------------------------
@@ -178,6 +203,7 @@ class _People:
         self._aliases: dict[str, set[str]] = {}
 
     def add(self, name: str, where: str, *, extra_aliases: tuple[str, ...] = (), **fields: Any) -> Person:
+        raw_name, name = name, without_note(name)
         key = _norm_key(name)
         if key in self._by_name:
             self.ctx.warn(where, f"'{name}' is listed twice; the first entry is used")
@@ -194,7 +220,7 @@ class _People:
         toks = name_tokens(name)
         aliases = {_norm_key(name), _norm_key(" ".join(toks)), _norm_key(toks[-1]), pid.replace("_", " ")}
         aliases |= {_norm_key(" ".join(toks[:k])) for k in range(1, len(toks) + 1)}
-        aliases |= {_norm_key(a) for a in extra_aliases if a}
+        aliases |= {_norm_key(a) for a in (*extra_aliases, raw_name) if a}
         for a in aliases:
             self._aliases.setdefault(a, set()).add(pid)
         return p
@@ -241,6 +267,23 @@ def _owner_from_text(text: str, patterns: list[tuple[str, re.Pattern[str]]]) -> 
     return best[1] if best else None
 
 
+_LEAD_IN = re.compile(r"(?i)(?:that|the fact that|details (?:about|of)|information about)\s+")
+_ABOUT_THEM = re.compile(r"(?:['\u2019]s?\b|\s+(?:is|has|was|had|does|did)\b)")
+
+
+def _subject_of(text: str, patterns: list[tuple[str, re.Pattern[str]]]) -> str | None:
+    """The participant an item is about when its text opens with them: "Kyle's PTSD diagnosis",
+    "That Priya is undergoing…", "Details about Derek's proposal plans…". Narrow on purpose: "Her
+    worry that Jun is not stable enough" names Jun but is the owner's secret, kept from Jun too."""
+    t = fold(text).strip()
+    t = t[_LEAD_IN.match(t).end():] if _LEAD_IN.match(t) else t
+    for pid, pat in patterns:
+        m = pat.match(t)
+        if m and _ABOUT_THEM.match(t, m.end()):
+            return pid
+    return None
+
+
 # -- shared pieces ---------------------------------------------------------------------------------
 def _success(ctx: _Ctx, d: dict[str, Any]) -> SuccessCriteria:
     sc = ctx.get(d, "success_criteria", dict, "")
@@ -270,6 +313,7 @@ class _ItemDraft:
     domain: str | None = None
     sensitivity: int | None = None
     blocked_tiers: list[str] | None = None
+    about: str | None = None
 
 
 def _number_items(drafts: list[_ItemDraft]) -> list[PrivateItem]:
@@ -280,7 +324,7 @@ def _number_items(drafts: list[_ItemDraft]) -> list[PrivateItem]:
         counter[d.owner] += 1
         items.append(PrivateItem(id=f"{d.owner}.{counter[d.owner]}", text=d.text, owner=d.owner,
                                  holder=d.holder, domain=d.domain, sensitivity=d.sensitivity,
-                                 blocked_tiers=d.blocked_tiers))  # type: ignore[arg-type]
+                                 blocked_tiers=d.blocked_tiers, about=d.about))  # type: ignore[arg-type]
     return items
 
 
@@ -470,6 +514,8 @@ def _multi_party(ctx: _Ctx, d: dict[str, Any], cat: Category) -> dict[str, Any]:
         for text, path, tiers in _boundary_items(ctx, pb, where, cat):
             owner = agent.user
             draft = _ItemDraft(owner, agent.id, text, path, blocked_tiers=tiers)
+            if not coordinator and (about := _subject_of(text, patterns)) not in (None, owner):
+                draft.about = about
             if coordinator:
                 found = _owner_from_text(text, patterns)
                 if found is None:
