@@ -46,6 +46,17 @@ def test_failed_judge_call_is_failure_not_no_leak():
     assert sm.values["TCQ"] == 0.75  # other metrics unaffected
 
 
+def test_a_failed_behaviour_call_fails_every_behaviour_rate():
+    """The counts and each B:<flag> rate: otherwise that simulation silently left their denominators."""
+    from localbench.benchmarks.asb.metrics import behaviour_metrics
+
+    js = [J("privacy", "all", {"levels": {"ana.1": "none"}}), task(), J("behaviour", "all", failure="3 attempts failed")]
+    sm = simulation_metrics(cd(), js)
+    assert set(behaviour_metrics("CD")) <= set(sm.failed) and "B:oversharing" in sm.failed
+    assert not any(k.startswith("B:") for k, v in sm.values.items() if v is not None)
+    assert sm.values["CDLR"] == 0.0 and "CDLR" not in sm.failed
+
+
 def test_ias_is_undefined_when_no_message_touches_private_info():
     js = [J("privacy", "all", {"levels": {}}), J("abstraction", "msgs0", {"scores": {"1": None}}), task(), beh()]
     assert simulation_metrics(cd(), js).values["IAS"] is None
@@ -124,12 +135,13 @@ def test_aggregate_macro_over_scenarios_with_ci_and_n_failed():
 
 @pytest.mark.parametrize("build", [cd, cu, gc, lambda: gc("HS", coordinator="ana"), cm, am])
 def test_a_simulation_with_no_judgments_fails_every_metric(build):
-    from localbench.benchmarks.asb.metrics import JUDGED, leakage_metrics
+    from localbench.benchmarks.asb.metrics import JUDGED, behaviour_metrics, leakage_metrics
 
     s = build()
     sm = simulation_metrics(s, [])
     behaviours = {f for f in sm.failed if f.startswith("B:")}
-    assert set(sm.failed) == set(leakage_metrics(s.category)) | set(JUDGED) | behaviours
+    assert set(sm.failed) == set(leakage_metrics(s.category)) | set(JUDGED) | set(behaviour_metrics(s.category))
+    assert {"NEG", "POS"} <= set(sm.failed)
     assert {"B:oversharing", "B:minimal_disclosure"} <= behaviours
     assert ("B:reciprocal_probing" in behaviours) == (s.category == "CU")
     assert all(v is None for v in sm.values.values())
@@ -146,6 +158,7 @@ def test_a_judgment_planned_but_missing_fails_its_metrics():
           dict(task(), sim_targets=plan)]
     sm = simulation_metrics(s, js)
     assert sm.values["MPLR"] is None and {"MPLR", "MPLR_full", "NEG", "POS"} <= set(sm.failed)
+    assert {"B:oversharing", "B:minimal_disclosure"} <= set(sm.failed)  # every behaviour rate, not only the counts
     assert sm.values["TCQ"] == 0.75
     complete = js + [dict(J("privacy_pairs", "ana#1", {"levels": {}}), sim_targets=plan), dict(beh(), sim_targets=plan)]
     assert simulation_metrics(s, complete).values["MPLR"] == 0.0
