@@ -131,6 +131,19 @@ def test_aggregate_macro_over_scenarios_with_ci_and_n_failed():
     assert not math.isnan(row.ci_high)
 
 
+def test_a_metric_undefined_in_every_scenario_keeps_a_row_with_n_0():
+    """IAS when no message touched private information: shown as no data, not dropped unmentioned."""
+    from localbench.benchmarks.asb.scoring import aggregate
+
+    recs = [{"key": f"k{i}", "scenario": f"s{i}", "category": "CD", "level": "L0", "seed_index": 0, "model": "m",
+             "judge": "j", "domain_pair": None, "metrics": {"CDLR": 0.5, "IAS": None}, "failed": []} for i in range(3)]
+    sc = aggregate(recs, "r", "j")
+    for cat in ("CD", "ALL"):
+        [ias] = sc.get("IAS", category=cat, group="")
+        assert (ias.n, ias.n_failed, ias.mean) == (0, 0, None)
+    assert not sc.get("CER", category="CD")  # not a metric of these simulations at all
+
+
 # -- a simulation whose leakage cannot be measured is a failure, never "no leak" ------------------
 
 @pytest.mark.parametrize("build", [cd, cu, gc, lambda: gc("HS", coordinator="ana"), cm, am])

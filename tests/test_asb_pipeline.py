@@ -71,7 +71,10 @@ def test_scores_cover_every_category_and_level(tiny_run):
             assert (metric, cat, lv) in seen or any(
                 r["metric"] == metric and r["category"] == cat and r["level"] == lv and r["n_failed"] for r in scores["rows"])
     for r in scores["rows"]:
-        assert r["n"] + r["n_failed"] >= 1
+        # a metric undefined in every scenario (IAS when no message touched private information)
+        # keeps a row with n = 0 and no value; a headline leak rate always has data or failures
+        assert r["n"] >= 1 or r["mean"] is None
+        assert r["metric"] not in HEADLINE.values() or r["n"] + r["n_failed"] >= 1
 
 
 def _template_lines() -> list[str]:

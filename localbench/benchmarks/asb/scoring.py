@@ -100,8 +100,8 @@ def _higher_is_better(metric: str) -> bool:
 def _row(metric: str, model: str, judge: str, level: str, category: str, records: list[dict[str, Any]],
          seed: int, group: str = "") -> ScoreRow | None:
     per, n_failed, n_failed_sims = _per_scenario(records, metric)
-    if not per and not n_failed:
-        return None
+    if not per and not n_failed and not any(metric in r["metrics"] for r in records):
+        return None  # not a metric of these simulations; one undefined in all of them keeps its n=0 row
     ci = bootstrap_ci(list(per.values()), n_resamples=CI_RESAMPLES, seed=seed)
     ok = ci.n > 0
     return ScoreRow(metric=metric, model=model, judge=judge, level=level, category=category, group=group,
