@@ -35,7 +35,8 @@ class ScoreRow(BaseModel):
 
 
 class PairedComparison(BaseModel):
-    """A paired bootstrap test between two levels (same model) or two models (same level)."""
+    """A paired comparison between two levels (same model) or two models (same level): a sign-flip
+    permutation test for the p-value and a bootstrap CI of the mean difference."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -333,3 +333,20 @@ def test_secondary_leakage_metrics_have_their_table(rendered):
         ref = data.row("CER", r["Model"], r["Level"], "CM")
         assert ref is not None and float(r["CER"]) == pytest.approx(ref.mean)
     assert "Secondary leakage metrics" in (run / "report.md").read_text()
+
+
+def test_comparisons_with_too_few_pairs_say_they_cannot_be_significant(rendered):
+    """A sign-flip test over n pairs cannot go below 2 / 2^n: the table says so when n < 6."""
+    import dataclasses
+
+    from localbench.report.tables import MIN_PAIRS_FOR_ALPHA, comparisons_table
+
+    data = load_run(rendered[0])
+
+    def notes(n_pairs: int) -> list[str]:
+        comps = [c.model_copy(update={"n_pairs": n_pairs}) for c in data.scores.comparisons]
+        run = dataclasses.replace(data, scores=data.scores.model_copy(update={"comparisons": comps}))
+        return comparisons_table(run).notes
+
+    assert not any("can never reach" in n for n in notes(MIN_PAIRS_FOR_ALPHA))
+    assert any("fewer than 6 pairs can never reach p < 0.05" in n for n in notes(2))

@@ -442,7 +442,8 @@ def holm(pvalues: list[float]) -> list[float]:
 
 
 def comparisons_table(run: RunData, significant_only: bool = False) -> Table | None:
-    """Paired bootstrap comparisons; '*' marks p < 0.05, '**' also after Holm correction.
+    """Paired comparisons (sign-flip permutation p-value, bootstrap CI of Δ); '*' marks p < 0.05,
+    '**' also after Holm correction.
 
     Holm's correction always runs over every test in scores.json, also when only the
     significant rows are kept.
@@ -468,7 +469,14 @@ def comparisons_table(run: RunData, significant_only: bool = False) -> Table | N
                           [diff, _p(p), _p(ph), str(c.n_pairs), sig]))
     t.notes.append(f"Δ = mean(b − a) over paired scenarios with its CI; * p < {ALPHA} (uncorrected), "
                    f"** still significant after Holm correction over all {len(valid)} tests in scores.json.")
+    few = min((c.n_pairs for c in comps if c.n_pairs), default=0)
+    if 0 < few < MIN_PAIRS_FOR_ALPHA:
+        t.notes.append(f"With n pairs, the smallest p a sign-flip test can give is 2 / 2^n (0.5 at n = 2); "
+                       f"comparisons with fewer than {MIN_PAIRS_FOR_ALPHA} pairs can never reach p < {ALPHA}.")
     return t
+
+
+MIN_PAIRS_FOR_ALPHA = 6  # 2 / 2**6 = 0.031 < 0.05, while 2 / 2**5 = 0.0625 is not
 
 
 class Shown(str):

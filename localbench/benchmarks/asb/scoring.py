@@ -2,7 +2,8 @@
 
 Per simulation, metrics come from localbench.benchmarks.asb.metrics. Aggregation is macro over
 scenarios (seeds of one scenario are averaged first), with a 95% percentile bootstrap CI over
-scenarios (1,000 resamples) and paired bootstrap tests (10,000 resamples, paired by scenario id)
+scenarios (1,000 resamples) and paired comparisons (sign-flip permutation p-value and bootstrap CI of
+the difference, 10,000 resamples, paired by scenario id)
 between privacy levels for each model and between models at each level.
 """
 
