@@ -14,8 +14,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import yaml
+from pydantic import ValidationError
+
 from localbench.benchmarks import Benchmark, get_benchmark
-from localbench.errors import UserError
+from localbench.errors import UserError, field_error, yaml_error
 from localbench.rundir import RunDir, changed_files
 from localbench.spec import RunSpec
 
@@ -33,7 +36,15 @@ def spec_of(run_dir: str | Path) -> RunSpec:
         doc = rd.read_spec()
     except FileNotFoundError as e:
         raise UserError(str(e)) from e
-    spec = RunSpec.model_validate(doc["spec"])
+    except yaml.YAMLError as e:
+        raise UserError(f"{rd.spec_file}: not valid YAML: {yaml_error(e)}") from e
+    if not isinstance(doc, dict) or not isinstance(doc.get("spec"), dict):
+        raise UserError(f"{rd.spec_file}: not a run record (it has no 'spec' section); a study file is run "
+                        "with `localbench run --spec FILE`")
+    try:
+        spec = RunSpec.model_validate(doc["spec"])
+    except ValidationError as e:
+        raise UserError(f"{rd.spec_file}: {field_error(e, prefix='spec.')}") from e
     return spec.model_copy(update={"out": str(Path(run_dir).parent), "run_id": Path(run_dir).name})
 
 

@@ -14,7 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from localbench.errors import UserError
+from localbench.errors import UserError, field_error, yaml_error
 
 DEFAULT_MODEL = "smollm2-135m"
 
@@ -154,7 +154,7 @@ def load_spec(path: str | Path | None = None, **overrides: Any) -> RunSpec:
         except OSError as e:
             raise SpecError(f"{p}: cannot read spec: {e.strerror}") from e
         except yaml.YAMLError as e:
-            raise SpecError(f"{p}: not valid YAML: {e}") from e
+            raise SpecError(f"{p}: not valid YAML: {yaml_error(e)}") from e
         if not isinstance(data, dict):
             raise SpecError(f"{p}: a spec must be a mapping of fields")
     for k, v in overrides.items():
@@ -168,6 +168,4 @@ def load_spec(path: str | Path | None = None, **overrides: Any) -> RunSpec:
     try:
         return RunSpec.model_validate(data)
     except ValidationError as e:
-        err = e.errors()[0]
-        field = ".".join(str(x) for x in err["loc"])
-        raise SpecError(f"{where}: field '{field}': {err['msg']}") from e
+        raise SpecError(f"{where}: {field_error(e)}") from e

@@ -58,3 +58,38 @@ def test_bad_spec_names_file_and_field(tmp_path, field, value):
     p.write_text(f"{field}: {value}\n")
     with pytest.raises(SpecError, match=rf"spec.yaml: field '{field}"):
         load_spec(p)
+
+
+def test_a_preset_with_an_unknown_dtype_is_refused_when_read(tmp_path):
+    from localbench.serving.presets import PresetError, load_preset
+
+    (tmp_path / "odd.yaml").write_text("source: {kind: local, path: /nowhere}\ndtype: floaty\n")
+    with pytest.raises(PresetError, match=r"odd.yaml: field 'dtype': Input should be 'auto'"):
+        load_preset("odd", tmp_path)
+    (tmp_path / "bad.yaml").write_text("source: {kind: local\n")
+    with pytest.raises(PresetError) as e:
+        load_preset("bad", tmp_path)
+    assert "\n" not in str(e.value) and "(line 2, column 1)" in str(e.value)
+
+
+@pytest.mark.parametrize("stage", ["judge", "score"])
+@pytest.mark.parametrize("content, says", [
+    ("seed: 3\nlevels: [L0]\n", "not a run record (it has no 'spec' section)"),  # a study file, not a run
+    ("spec: {seed: [\n", "not valid YAML"),
+    ("spec: {seeds: one}\n", "field 'spec.seeds'"),
+])
+def test_a_folder_whose_spec_yaml_is_not_a_run_record_is_one_line(tmp_path, stage, content, says):
+    (tmp_path / "spec.yaml").write_text(content)
+    r = _run(stage, str(tmp_path))
+    assert r.returncode == 2, r.stderr
+    assert says in r.stderr and str(tmp_path / "spec.yaml") in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_corrupt_record_mid_file_is_one_line_naming_file_and_line(tmp_path):
+    from localbench.errors import UserError
+    from localbench.runtime.records import JsonlStore
+
+    f = tmp_path / "transcripts.jsonl"
+    f.write_text('{"key": "a"}\nnot json\n{"key": "b"}\n')
+    with pytest.raises(UserError, match=rf"{f}:2: corrupt record .*delete that line"):
+        list(JsonlStore(f, "key").read())

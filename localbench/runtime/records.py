@@ -13,6 +13,12 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator
 
+from localbench.errors import UserError
+
+
+class CorruptRecord(UserError, ValueError):
+    """A line of a records file that is not JSON (not a torn last line, which is repaired)."""
+
 
 class JsonlStore:
     """One JSONL file of records keyed by ``record[key_field]``."""
@@ -44,7 +50,8 @@ class JsonlStore:
                     try:
                         yield json.loads(line)
                     except json.JSONDecodeError as e:
-                        raise ValueError(f"{self.path}:{n}: corrupt record: {e.msg}") from e
+                        raise CorruptRecord(f"{self.path}:{n}: corrupt record ({e.msg}); delete that line and "
+                                            "rerun to redo what it held") from e
 
     def __contains__(self, key: str) -> bool:
         return key in self._keys

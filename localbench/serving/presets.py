@@ -6,7 +6,7 @@ Users add their own by dropping a YAML file there (or pointing LOCALBENCH_PRESET
 
 from __future__ import annotations
 
-from localbench.errors import UserError
+from localbench.errors import UserError, field_error, yaml_error
 
 from pathlib import Path
 from typing import Any, Literal
@@ -44,7 +44,7 @@ class Preset(BaseModel):
     name: str
     description: str = ""
     source: ModelSource
-    dtype: str = "auto"
+    dtype: Literal["auto", "float32", "bfloat16", "float16", "float", "half"] = "auto"  # vLLM's names
     max_model_len: int = Field(4096, gt=0)
     needs_gpu: bool = False
     gpu_memory_utilization: float = Field(0.85, gt=0, le=1)
@@ -58,16 +58,14 @@ def _load_file(path: Path) -> Preset:
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as e:
-        raise PresetError(f"{path}: not valid YAML: {e}") from e
+        raise PresetError(f"{path}: not valid YAML: {yaml_error(e)}") from e
     if not isinstance(data, dict):
         raise PresetError(f"{path}: a preset must be a mapping")
     data.setdefault("name", path.stem)
     try:
         preset = Preset.model_validate(data)
     except ValidationError as e:
-        err = e.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        raise PresetError(f"{path}: field '{field}': {err['msg']}") from e
+        raise PresetError(f"{path}: {field_error(e)}") from e
     preset.file = path
     return preset
 
