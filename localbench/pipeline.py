@@ -190,7 +190,11 @@ def report_stage(spec: RunSpec) -> Path:
 
 
 def run_all(spec: RunSpec) -> Path:
-    """simulate → judge → score → report; returns the report path."""
+    """simulate → judge → score → report; returns the report path. Every model is checked first,
+    so a judge that cannot run here fails now, not after the simulations."""
+    from localbench.serving.session import check_models_here
+
+    check_models_here(spec)
     simulate_stage(spec)
     judge_stage(spec)
     score_stage(spec)

