@@ -46,6 +46,14 @@ def main() -> None:
     except UserError as e:
         typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)
         sys.exit(2)
+    except SystemExit as e:
+        if e.code == INTERRUPTED:  # typer's exit status for Ctrl-C
+            typer.secho("interrupted: everything that finished is kept (each result is written as it finishes); "
+                        "rerun the same command to resume", fg=typer.colors.YELLOW, err=True)
+        raise
+
+
+INTERRUPTED = 130
 
 
 if __name__ == "__main__":

@@ -63,10 +63,11 @@ def read_transcripts(rd: RunDir) -> list[dict[str, Any]]:
 
 # -- stages -----------------------------------------------------------------------------------
 
-def simulate_stage(spec: RunSpec) -> Path:
+def simulate_stage(spec: RunSpec, progress: bool | None = None) -> Path:
     """Simulate; stop the run (UserError) if the engine failed, so later stages never judge and
     score a partial set as if it were the whole run."""
-    summary = benchmark_of(spec).simulate(spec)
+    summary = benchmark_of(spec).simulate(spec, progress=progress)
+    log(summary.line())  # how many ran now and how many a resumed run found already done
     if summary.engine_errors:
         raise UserError(
             f"{summary.engine_errors} of {summary.total} simulations stopped by engine errors, the first: "
@@ -91,7 +92,7 @@ async def judge_transcripts(spec: RunSpec, transcripts: list[dict[str, Any]], sc
                                  show_progress=show_progress)
 
 
-async def _judge(spec: RunSpec, rd: RunDir) -> None:
+async def _judge(spec: RunSpec, rd: RunDir, progress: bool | None = None) -> None:
     from localbench.judging.templates import judges_dir
     from localbench.rundir import file_hashes
     from localbench.serving.session import open_client
@@ -111,7 +112,7 @@ async def _judge(spec: RunSpec, rd: RunDir) -> None:
             "max_tokens": spec.judge_max_tokens, "temperature": 0.0,
         })
         log(f"judging {len(transcripts)} simulations with {spec.models.for_role('judge')}")
-        summary = await judge_transcripts(spec, transcripts, scenarios, client, rd.judgments())
+        summary = await judge_transcripts(spec, transcripts, scenarios, client, rd.judgments(), show_progress=progress)
         log(f"judging done: {summary.done} calls made, {summary.skipped} already done, {summary.failed} failed")
     finally:
         await client.aclose()
@@ -146,13 +147,13 @@ def judge_of(spec: RunSpec, rd: RunDir) -> str:
     return recorded or spec.models.for_role("judge")
 
 
-def judge_stage(spec: RunSpec) -> None:
+def judge_stage(spec: RunSpec, progress: bool | None = None) -> None:
     """Judge a run; with no judge in the spec, the one an earlier judge stage recorded goes on
     (`localbench judge RUN --judge X`, then `localbench run` or `localbench judge RUN`, resumes X)."""
     rd = RunDir(spec.run_dir)
     if spec.models.judge is None and rd.spec_file.exists() and judge_of(spec, rd) != spec.models.for_role("judge"):
         spec = spec.model_copy(update={"models": spec.models.model_copy(update={"judge": judge_of(spec, rd)})})
-    asyncio.run(_judge(spec, rd))
+    asyncio.run(_judge(spec, rd, progress))
 
 
 def score_stage(spec: RunSpec):
@@ -189,13 +190,13 @@ def report_stage(spec: RunSpec) -> Path:
     return path
 
 
-def run_all(spec: RunSpec) -> Path:
+def run_all(spec: RunSpec, progress: bool | None = None) -> Path:
     """simulate → judge → score → report; returns the report path. Every model is checked first,
     so a judge that cannot run here fails now, not after the simulations."""
     from localbench.serving.session import check_models_here
 
     check_models_here(spec)
-    simulate_stage(spec)
-    judge_stage(spec)
+    simulate_stage(spec, progress)
+    judge_stage(spec, progress)
     score_stage(spec)
     return report_stage(spec)

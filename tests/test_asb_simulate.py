@@ -430,6 +430,7 @@ def test_kill_and_rerun_completes_the_same_run(suite, tiny_dir, tmp_path):
     again = subprocess.run(_simulate_cmd(spec_file, out), env=env, capture_output=True, text=True, timeout=240)
     assert again.returncode == 0, again.stderr[-2000:]
     assert f"{total - n_killed} run now, {n_killed} already done" in again.stdout
+    assert f"{n_killed} of {total} simulations already done, {total - n_killed} to run" in again.stderr
     recs = records(tfile.parent)
     keys = [r["key"] for r in recs]
     assert len(keys) == len(set(keys)) == total
@@ -438,6 +439,26 @@ def test_kill_and_rerun_completes_the_same_run(suite, tiny_dir, tmp_path):
     assert any(e["call"]["cached"] for r in records(tfile.parent) for e in r["entries"] if e["call"])
     doc = RunDir(tfile.parent).read_spec()
     assert doc["resumed"] and doc["simulation"]["models"]["agent"]["preset"] == "tiny-random"
+
+
+def test_ctrl_c_says_what_is_kept_and_how_to_resume(suite, tiny_dir, tmp_path):
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(yaml.safe_dump({"scenarios": "builtin", "categories": ["CD", "MC"], "levels": ["L0", "L1", "L2"],
+                                         "max_rounds": {"CD": 6, "MC": 6}, "models": {"agent": "tiny-random"}}))
+    out = tmp_path / "runs"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    proc = subprocess.Popen(_simulate_cmd(spec_file, out), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and proc.poll() is None and not list(out.glob("*/transcripts.jsonl")):
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    if proc.returncode == 0:
+        pytest.skip("the run finished before the interrupt arrived")
+    assert proc.returncode == 130, err[-2000:]
+    assert "interrupted: everything that finished is kept" in err and "rerun the same command" in err
+    assert "Traceback" not in err
 
 
 def test_bad_input_gets_one_line_errors(tmp_path):

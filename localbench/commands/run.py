@@ -20,17 +20,19 @@ def register(app: typer.Typer) -> None:
             levels: F.Levels = None, agent: F.Agent = None, user_sim: F.UserSim = None, judge: F.Judge = None,
             engine: F.Engine = None, base_url: F.BaseUrl = None, limit: F.Limit = None, seeds: F.Seeds = None,
             seed: F.Seed = None, max_rounds: F.MaxRounds = None, max_tokens: F.MaxTokens = None, out: F.Out = None,
-            run_id: F.RunId = None, no_cache: F.NoCache = False) -> None:
+            run_id: F.RunId = None, no_cache: F.NoCache = False, concurrency: F.Concurrency = None,
+            progress: F.ShowProgress = None) -> None:
         """Run a benchmark end to end. With no arguments: the embedded default on CPU (about 10 minutes).
 
         Without --spec, flags change the embedded default one field at a time; with --spec the file
         (on top of RunSpec's own defaults: every scenario, the paper's round limits) is the start.
         """
-        given = {k: v for k, v in locals().items() if k != "spec_file"}
+        given = {k: v for k, v in locals().items() if k not in ("spec_file", "concurrency", "progress")}
         from localbench.pipeline import run_all
 
-        spec = F.spec_from_flags(spec_file, **given, defaults=EMBEDDED_DEFAULT)
-        report = run_all(spec)
+        spec = F.spec_from_flags(spec_file, **given, defaults=EMBEDDED_DEFAULT,
+                                 **{"serving.max_concurrency": concurrency})
+        report = run_all(spec, progress)
         typer.echo(f"run directory: {spec.run_dir}")
         typer.echo(f"report: {report}")
 

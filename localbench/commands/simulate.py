@@ -12,10 +12,7 @@ import typer
 
 from localbench.commands import spec_flags as F
 
-Concurrency = Annotated[Optional[int], typer.Option("--concurrency", help="simulations live at once")]
 Benchmark = Annotated[Optional[str], typer.Option("--benchmark", help="benchmark (asb)")]
-ShowProgress = Annotated[Optional[bool], typer.Option("--progress/--no-progress",
-                                                      help="progress on stderr (default: when it is a terminal)")]
 
 
 def register(app: typer.Typer) -> None:
@@ -24,8 +21,8 @@ def register(app: typer.Typer) -> None:
                  categories: F.Categories = None, levels: F.Levels = None, agent: F.Agent = None,
                  user_sim: F.UserSim = None, engine: F.Engine = None, base_url: F.BaseUrl = None,
                  limit: F.Limit = None, seeds: F.Seeds = None, seed: F.Seed = None, max_rounds: F.MaxRounds = None,
-                 max_tokens: F.MaxTokens = None, concurrency: Concurrency = None, out: F.Out = None,
-                 run_id: F.RunId = None, no_cache: F.NoCache = False, progress: ShowProgress = None) -> None:
+                 max_tokens: F.MaxTokens = None, concurrency: F.Concurrency = None, out: F.Out = None,
+                 run_id: F.RunId = None, no_cache: F.NoCache = False, progress: F.ShowProgress = None) -> None:
         """Simulate every (scenario × level × seed) and append each finished one to transcripts.jsonl."""
         from localbench.benchmarks import get_benchmark
 
@@ -36,6 +33,7 @@ def register(app: typer.Typer) -> None:
             **{"serving.max_concurrency": concurrency})
         summary = get_benchmark(spec.benchmark).simulate(spec, progress=progress)
         typer.echo(summary.line())
-        typer.echo(f"transcripts: {summary.transcripts}")
+        if summary.transcripts.exists():  # none yet when the engine failed before any simulation ended
+            typer.echo(f"transcripts: {summary.transcripts}")
         if summary.engine_errors:
             raise typer.Exit(1)

@@ -36,6 +36,11 @@ def csv(value: Optional[str]) -> Optional[list[str]]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
+Concurrency = Annotated[Optional[int], typer.Option("--concurrency", help="simulations live at once")]
+ShowProgress = Annotated[Optional[bool], typer.Option("--progress/--no-progress",
+                                                      help="progress on stderr (default: when it is a terminal)")]
+
+
 def spec_from_flags(spec_file: Optional[Path], *, scenarios=None, categories=None, levels=None, agent=None,
                     user_sim=None, judge=None, engine=None, base_url=None, limit=None, seeds=None, seed=None,
                     max_rounds=None, max_tokens=None, out=None, run_id=None, no_cache=False,

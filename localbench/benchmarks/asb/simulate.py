@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import sys
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass
@@ -226,6 +227,9 @@ async def simulate_scenarios(
         summary.errors += 1
         ends["error"] += 1
 
+    if summary.already_done:  # the progress below counts only what is left
+        print(f"resuming {rd.path}: {summary.already_done} of {summary.total} simulations already done, "
+              f"{len(todo)} to run", file=sys.stderr, flush=True)
     jobs = [Job(t.key, (lambda t=t: make_simulation(t, clients, spec).run()), label=t.key) for t in todo]
     report = await run_jobs(jobs, concurrency=spec.serving.max_concurrency, on_done=on_done, on_error=on_error,
                             stats=[c.stats for c in clients.distinct()], progress=progress)
