@@ -45,6 +45,12 @@ def test_unreachable_endpoint_names_the_endpoint(tmp_path):
     assert url in r.stderr and "Traceback" not in r.stderr
 
 
+def test_a_base_url_without_scheme_is_one_line_at_once():
+    r = _run("generate", "hi", "--model", "tiny-random", "--engine", "openai", "--base-url", "127.0.0.1:9", "--no-cache")
+    assert r.returncode == 2, r.stderr
+    assert "base URL '127.0.0.1:9' must start with http://" in r.stderr and "attempts" not in r.stderr
+
+
 def test_help_works_without_engines():
     r = _run("--help")
     assert r.returncode == 0 and "generate" in r.stdout and "models" in r.stdout

@@ -37,7 +37,10 @@ DEFAULT_TIMEOUT_S = 600.0
 
 
 def _normalize_base_url(url: str) -> str:
-    """``http://h:p`` or ``http://h:p/v1/`` → ``http://h:p/v1``."""
+    """``http://h:p`` or ``http://h:p/v1/`` → ``http://h:p/v1``; a URL without http(s):// is a
+    one-line error at once (httpx would retry it as a transport failure)."""
+    if not url.startswith(("http://", "https://")):
+        raise EngineError(f"base URL {url!r} must start with http:// or https:// (e.g. http://{url.split('://')[-1]})")
     url = url.rstrip("/")
     return url if url.endswith("/v1") else url + "/v1"
 
