@@ -37,6 +37,9 @@ def _register_all() -> None:
 _register_all()
 
 
+INTERRUPTED = 130  # typer's exit status for Ctrl-C
+
+
 def main() -> None:
     """Entry point: clear one-line errors for bad input instead of tracebacks."""
     from localbench.errors import UserError
@@ -47,13 +50,10 @@ def main() -> None:
         typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)
         sys.exit(2)
     except SystemExit as e:
-        if e.code == INTERRUPTED:  # typer's exit status for Ctrl-C
+        if e.code == INTERRUPTED:
             typer.secho("interrupted: everything that finished is kept (each result is written as it finishes); "
                         "rerun the same command to resume", fg=typer.colors.YELLOW, err=True)
         raise
-
-
-INTERRUPTED = 130
 
 
 if __name__ == "__main__":

@@ -276,7 +276,8 @@ def _subject_of(text: str, patterns: list[tuple[str, re.Pattern[str]]]) -> str |
     "That Priya is undergoing…", "Details about Derek's proposal plans…". Narrow on purpose: "Her
     worry that Jun is not stable enough" names Jun but is the owner's secret, kept from Jun too."""
     t = fold(text).strip()
-    t = t[_LEAD_IN.match(t).end():] if _LEAD_IN.match(t) else t
+    lead = _LEAD_IN.match(t)
+    t = t[lead.end():] if lead else t
     for pid, pat in patterns:
         m = pat.match(t)
         if m and _ABOUT_THEM.match(t, m.end()):
