@@ -71,7 +71,7 @@ def _vllm_args(preset: Preset, **kw) -> None:
         VLLMBackend.from_preset(preset, **kw)
 
 
-def test_vllm_engine_loads_the_pinned_revision(fake_vllm):
+def test_vllm_engine_loads_the_pinned_revision(fake_vllm, hf_cache):
     _vllm_args(_hub(COMMIT))
     assert fake_vllm["model"] == REPO and fake_vllm["revision"] == COMMIT
 
@@ -87,12 +87,16 @@ def test_vllm_engine_sends_no_revision_for_a_local_directory(fake_vllm, tmp_path
     assert fake_vllm["model"] == str(tmp_path) and "revision" not in fake_vllm
 
 
-def test_server_command_passes_the_revision_of_a_hub_preset(hf_cache):
+def test_server_command_passes_the_revision_of_a_hub_preset(hf_cache, monkeypatch):
     from localbench.serving.server import VLLMServer
+    from localbench.serving.weights import WeightsError
 
     cmd = VLLMServer(_hub("main"), port=8123, on_cpu=True).command()
     assert cmd[cmd.index("--model") + 1] == REPO
     assert cmd[cmd.index("--revision") + 1] == COMMIT
+    with pytest.raises(WeightsError, match=r"revision v1.0\) are not in the local Hugging Face cache"):
+        VLLMServer(_hub("v1.0"), port=8123, on_cpu=True).command()
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # downloads allowed: the server fetches it
     pinned = VLLMServer(_hub("v1.0"), port=8123, on_cpu=True).command()
     assert pinned[pinned.index("--revision") + 1] == "v1.0"  # not in the cache: passed as given
 
