@@ -32,7 +32,7 @@ def check_models_here(spec: RunSpec, roles: tuple[str, ...] = ("agent", "user_si
     for role in roles:
         name = spec.models.for_role(role)
         preset = load_preset(name)
-        if _engine_for(spec, role, preset) == "openai":
+        if pick_engine(preset, spec.serving.engine, _role_url(spec, role)) == "openai":
             continue
         found = check(preset)
         if not found.usable:
@@ -45,16 +45,12 @@ def _role_url(spec: RunSpec, role: str) -> str | None:
     return (s.judge_base_url or s.base_url) if role == "judge" else s.base_url
 
 
-def _engine_for(spec: RunSpec, role: str, preset) -> str:
-    return pick_engine(preset, spec.serving.engine, _role_url(spec, role))
-
-
 def open_client(spec: RunSpec, role: str, run_dir: Path, cache: ResponseCache | None = None) -> StructuredClient:
     """A client for the preset that plays ``role`` (agent, user_sim, judge)."""
     s = spec.serving
     preset = load_preset(spec.models.for_role(role))
     url = _role_url(spec, role)
-    engine = _engine_for(spec, role, preset)
+    engine = pick_engine(preset, s.engine, url)
     opts: dict[str, Any]
     if engine == "openai":
         if not url:

@@ -163,12 +163,18 @@ def _require_cached(preset: Preset) -> None:
 
 def hub_weights_cached(repo: str, revision: str) -> bool:
     """Whether the local Hugging Face cache holds ``repo`` at ``revision`` (its config.json)."""
+    return _cached_config(repo, revision) is not None
+
+
+def _cached_config(repo: str, revision: str) -> str | None:
+    """The cached config.json of ``repo`` at ``revision``, or None (offline: reads the cache only)."""
     try:
         from huggingface_hub import try_to_load_from_cache
 
-        return isinstance(try_to_load_from_cache(repo, "config.json", revision=revision), str)
+        f = try_to_load_from_cache(repo, "config.json", revision=revision)
     except Exception:  # noqa: BLE001 - no hub library or an unreadable cache: nothing is cached
-        return False
+        return None
+    return f if isinstance(f, str) else None
 
 
 def hub_revision(preset: Preset, location: str) -> str | None:
@@ -256,15 +262,8 @@ def resolve_hub_revision(repo: str, revision: str) -> str:
     Cheap and offline: it reads ``refs/<revision>`` of the repo's cache folder and checks that
     the snapshot holds a config.json; a revision not cached is returned as given.
     """
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        f = try_to_load_from_cache(repo, "config.json", revision=revision)
-        if isinstance(f, str):
-            return Path(f).parent.name
-    except Exception:  # noqa: BLE001 - best effort, recorded as given otherwise
-        pass
-    return revision
+    f = _cached_config(repo, revision)
+    return Path(f).parent.name if f else revision
 
 
 def read_config(location: str) -> dict:
