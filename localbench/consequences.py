@@ -14,9 +14,9 @@ import itertools
 import math
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
 from localbench.benchmarks import Benchmark
+from localbench.records import Judgment, ScenarioScore
 from localbench.judging.reliability import (
     Consequences,
     CorrectedRate,
@@ -30,19 +30,19 @@ from localbench.rejudge import LoadedRun, run_judgments
 from localbench.stats import kendall_tau
 
 
-def _unit_counts(run: LoadedRun, records: list[dict[str, Any]]) -> dict[tuple[str, str, str], list[int]]:
+def _unit_counts(run: LoadedRun, records: list[Judgment]) -> dict[tuple[str, str, str], list[int]]:
     """(model, level, category) → [leaked units, units, simulations whose privacy call failed]."""
     bm = run.benchmark
-    by_sim: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_sim: dict[str, list[Judgment]] = defaultdict(list)
     for r in records:
-        by_sim[r.get("sim_key", "")].append(r)
+        by_sim[r.sim_key].append(r)
     out: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
     for t in run.transcripts:
-        sc = run.scenarios.get(t["scenario"])
+        sc = run.scenarios.get(t.scenario)
         if sc is None:
             continue
-        c = out[(t.get("model", ""), t["level"], bm.category_of(sc))]
-        units = None if t.get("error") else bm.leak_units(sc, by_sim.get(t["key"], []))
+        c = out[(t.model, t.level, bm.category_of(sc))]
+        units = None if t.error else bm.leak_units(sc, by_sim.get(t.key, []))
         if units is None:
             c[2] += 1
             continue
@@ -51,9 +51,11 @@ def _unit_counts(run: LoadedRun, records: list[dict[str, Any]]) -> dict[tuple[st
     return out
 
 
-def _metric_means(bm: Benchmark, records: list[dict[str, Any]], run_id: str, judge: str,
+def _metric_means(bm: Benchmark, records: list[ScenarioScore], run_id: str, judge: str,
                   seed: int) -> dict[tuple, MetricValue]:
-    scores = bm.aggregate(records, run_id, judge, seed=seed)
+    from localbench.scoring import aggregate
+
+    scores = aggregate(records, bm.design, run_id, judge, seed=seed)
     return {(r.model, r.level, r.category, r.metric): MetricValue(r.mean, r.ci_low, r.ci_high, r.n, r.n_failed)
             for r in scores.rows if not r.group and r.category != "ALL"}
 
@@ -100,7 +102,7 @@ def consequences(runs: list[str | Path], gold: dict[str, JudgeReliability], seed
             means = [v.mean for v in by_judge.values() if v.mean is not None]
             metric_rows.append(MetricRow(run_id, model, level, cat, metric, by_judge,
                                          (max(means) - min(means)) if len(means) >= 2 else None))
-            if metric == bm.headline.get(cat):
+            if metric == bm.design.headline.get(cat):
                 for j, v in by_judge.items():
                     if v.mean is not None:
                         rank_data[f"{cat} {level} {metric}"][j][f"{run_id}/{model}"] = v.mean

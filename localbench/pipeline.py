@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from localbench.benchmarks import Benchmark, get_benchmark
 from localbench.errors import UserError, field_error, yaml_error
+from localbench.records import Transcript
 from localbench.rundir import RunDir, changed_files
 from localbench.spec import RunSpec
 
@@ -57,7 +58,7 @@ def scenarios_for(spec: RunSpec) -> dict[str, Any]:
     return benchmark_of(spec).load_scenarios(spec.scenarios, spec.categories, spec.limit)
 
 
-def read_transcripts(rd: RunDir) -> list[dict[str, Any]]:
+def read_transcripts(rd: RunDir) -> list[Transcript]:
     return list(rd.transcripts().read())
 
 
@@ -66,7 +67,9 @@ def read_transcripts(rd: RunDir) -> list[dict[str, Any]]:
 def simulate_stage(spec: RunSpec, progress: bool | None = None) -> Path:
     """Simulate; stop the run (UserError) if the engine failed, so later stages never judge and
     score a partial set as if it were the whole run."""
-    summary = benchmark_of(spec).simulate(spec, progress=progress)
+    from localbench.runtime.harness import simulate
+
+    summary = simulate(spec, benchmark_of(spec).simulator(), progress=progress)
     log(summary.line())  # how many ran now and how many a resumed run found already done
     if summary.engine_errors:
         raise UserError(
@@ -76,7 +79,7 @@ def simulate_stage(spec: RunSpec, progress: bool | None = None) -> Path:
     return summary.run_dir
 
 
-async def judge_transcripts(spec: RunSpec, transcripts: list[dict[str, Any]], scenarios: dict[str, Any],
+async def judge_transcripts(spec: RunSpec, transcripts: list[Transcript], scenarios: dict[str, Any],
                             client, store, leakage_only: bool = False, show_progress: bool | None = None):
     """Every judge call of these transcripts not yet in ``store``, in one batched pass; returns the summary.
 
@@ -93,9 +96,10 @@ async def judge_transcripts(spec: RunSpec, transcripts: list[dict[str, Any]], sc
 
 
 async def _judge(spec: RunSpec, rd: RunDir, progress: bool | None = None) -> None:
-    from localbench.judging.templates import judges_dir
+    from localbench.judging.rubrics import judges_dir
+    from localbench.judging.runner import JUDGE_TEMPERATURE
     from localbench.rundir import file_hashes
-    from localbench.serving.session import open_client
+    from localbench.runtime.clients import client_for
 
     transcripts = read_transcripts(rd)
     if not transcripts:
@@ -104,14 +108,14 @@ async def _judge(spec: RunSpec, rd: RunDir, progress: bool | None = None) -> Non
     scenarios = scenarios_for(spec)
     rubrics = file_hashes(bm.rubric_files(), judges_dir())
     _keep_one_judge(spec, rd, rubrics)
-    client = open_client(spec, "judge", rd.path)
+    client = client_for(spec, spec.design.judge_role, rd.path)
     try:
         rd.update_provenance("judge", {
-            "model": spec.models.for_role("judge"), "identity": client.backend.identity.__dict__,
+            "model": spec.judge_model, "identity": client.backend.identity.__dict__,
             "engine": client.backend.describe(), "rubrics": rubrics,
-            "max_tokens": spec.judge_max_tokens, "temperature": 0.0,
+            "max_tokens": spec.judge_max_tokens, "temperature": JUDGE_TEMPERATURE,
         })
-        log(f"judging {len(transcripts)} simulations with {spec.models.for_role('judge')}")
+        log(f"judging {len(transcripts)} simulations with {spec.judge_model}")
         summary = await judge_transcripts(spec, transcripts, scenarios, client, rd.judgments(), show_progress=progress)
         log(f"judging done: {summary.done} calls made, {summary.skipped} already done, {summary.failed} failed")
     finally:
@@ -127,8 +131,8 @@ def _keep_one_judge(spec: RunSpec, rd: RunDir, rubrics: dict[str, str]) -> None:
     """
     from localbench.serving.presets import load_preset
 
-    judge = load_preset(spec.models.for_role("judge")).name
-    models = {j.get("judge_model") for j in rd.judgments().read()} - {None, "rule"}
+    judge = load_preset(spec.judge_model).name
+    models = {j.judge_model for j in rd.judgments().read()} - {"", "rule"}
     earlier = sorted(models - {judge})
     if earlier:
         raise UserError(f"{rd.path}: already judged by {', '.join(earlier)}, not {judge}; to compare judges, use "
@@ -144,40 +148,39 @@ def judge_of(spec: RunSpec, rd: RunDir) -> str:
     """The judge a run's scores are labelled with: the one its judge stage recorded (a judge chosen
     with `localbench judge RUN --judge X` is not part of the run's spec), else the spec's."""
     recorded = (rd.read_spec().get("judge") or {}).get("model") if rd.spec_file.exists() else None
-    return recorded or spec.models.for_role("judge")
+    return recorded or spec.judge_model
 
 
 def judge_stage(spec: RunSpec, progress: bool | None = None) -> None:
     """Judge a run; with no judge in the spec, the one an earlier judge stage recorded goes on
     (`localbench judge RUN --judge X`, then `localbench run` or `localbench judge RUN`, resumes X)."""
     rd = RunDir(spec.run_dir)
-    if spec.models.judge is None and rd.spec_file.exists() and judge_of(spec, rd) != spec.models.for_role("judge"):
-        spec = spec.model_copy(update={"models": spec.models.model_copy(update={"judge": judge_of(spec, rd)})})
+    role = spec.design.judge_role
+    if spec.models.get(role) is None and rd.spec_file.exists() and judge_of(spec, rd) != spec.judge_model:
+        spec = spec.with_model(role, judge_of(spec, rd))
     asyncio.run(_judge(spec, rd, progress))
 
 
 def score_stage(spec: RunSpec):
+    from localbench.scoring import aggregate, write_scores
+
     bm = benchmark_of(spec)
     rd = RunDir(spec.run_dir)
     transcripts = read_transcripts(rd)
     judgments = list(rd.judgments().read())
     judge = judge_of(spec, rd)
     records = bm.scenario_scores(transcripts, judgments, scenarios_for(spec), judge)
-    scores = bm.aggregate(records, spec.resolved_run_id, judge, seed=spec.seed)
-    failures: dict[str, int] = {}
-    for j in judgments:
-        if j.get("failure"):
-            failures[j["judge"]] = failures.get(j["judge"], 0) + 1
-    scores.failures = failures
-    unscored = Counter(r["unscored"] for r in records if r.get("unscored"))
-    for why, n in sorted(unscored.items()):
-        hint = f" (`localbench judge {rd.path}` finishes it)" if "judg" in why else ""
+    scores = aggregate(records, bm.design, spec.resolved_run_id, judge, seed=spec.seed)
+    scores.failures = dict(Counter(j.judge for j in judgments if j.failure))
+    unscored = Counter((r.unscored, r.judge_stage_finishes) for r in records if r.unscored)
+    for (why, judging), n in sorted(unscored.items()):
+        hint = f" (`localbench judge {rd.path}` finishes it)" if judging else ""
         scores.notes.append(f"{n} simulations have no leakage score: {why}{hint}; "
                             "they count as failed, never as no leak")
-    n_ctx = sum(1 for t in transcripts if t.get("termination") == "context_exhausted")
+    n_ctx = sum(1 for t in transcripts if t.termination == "context_exhausted")
     if n_ctx:
         scores.notes.append(f"{n_ctx} simulations ended early: context_exhausted")
-    bm.write_scores(rd.path, records, scores)
+    write_scores(rd.path, records, scores)
     log(f"scores: {len(scores.rows)} rows → {rd.path / 'scores.json'}")
     return scores
 
@@ -193,9 +196,9 @@ def report_stage(spec: RunSpec) -> Path:
 def run_all(spec: RunSpec, progress: bool | None = None) -> Path:
     """simulate → judge → score → report; returns the report path. Every model is checked first,
     so a judge that cannot run here fails now, not after the simulations."""
-    from localbench.serving.session import check_models_here
+    from localbench.runtime.clients import check_models
 
-    check_models_here(spec)
+    check_models(spec)
     simulate_stage(spec, progress)
     judge_stage(spec, progress)
     score_stage(spec)

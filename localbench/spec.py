@@ -9,35 +9,20 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from localbench.design import DEFAULT_BENCHMARK, Design, UnknownBenchmark, design_of
 from localbench.errors import UserError, field_error, yaml_error
 
 DEFAULT_MODEL = "smollm2-135m"
+"""The packaged small model: the primary role's preset when a spec names none."""
 
 
 class SpecError(UserError, ValueError):
     """A spec file or flag that does not validate; names the file and field."""
-
-
-class Models(BaseModel):
-    """Which preset plays each role. user_sim, coordinator and judge default to the agent's."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    agent: str = DEFAULT_MODEL
-    user_sim: str | None = None
-    judge: str | None = None
-
-    def for_role(self, role: str) -> str:
-        if role == "judge":
-            return self.judge or self.agent
-        if role == "user_sim":
-            return self.user_sim or self.agent
-        return self.agent
 
 
 class EngineOptions(BaseModel):
@@ -73,21 +58,28 @@ def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 class RunSpec(BaseModel):
-    """Everything that defines a run. Recorded, resolved, in runs/<id>/spec.yaml."""
+    """Everything that defines a run. Recorded, resolved, in runs/<id>/spec.yaml.
+
+    What a field means and defaults to comes from the benchmark's design
+    (``localbench.design``): ``levels`` are values of its condition axis (AgentSocialBench: privacy
+    levels), ``categories`` and ``max_rounds`` keys values of its category axis, ``models`` keys its
+    roles. A spec is resolved when it is validated: unset levels and roles are filled in from the
+    design, so the recorded spec says what ran.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
-    benchmark: Literal["asb"] = "asb"
+    benchmark: str = DEFAULT_BENCHMARK
     scenarios: str = "builtin"  # builtin | a directory | hf:NAME
     categories: list[str] | None = None  # None = all
-    levels: list[str] = Field(default_factory=lambda: ["L0", "L1", "L2"])  # the paper's ladder
+    levels: list[str] | None = Field(None, validate_default=True)  # None = the design's default levels
     limit: int | None = Field(None, ge=1)  # scenarios per category
     seeds: int = Field(1, ge=1)  # simulations per (scenario, level)
     seed: int = 0  # the run seed every request seed derives from
-    max_rounds: dict[str, int] = Field(default_factory=dict)  # per-category overrides
+    max_rounds: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)  # per-category overrides of the design's limits
     max_tokens: int = Field(200, ge=16)  # per agent turn
     judge_max_tokens: int = Field(400, ge=16)
-    models: Models = Field(default_factory=Models)
+    models: dict[str, str | None] = Field(default_factory=dict, validate_default=True)  # role -> preset
     serving: EngineOptions = Field(default_factory=EngineOptions)
     out: str = "runs"
     run_id: str | None = None
@@ -98,12 +90,89 @@ class RunSpec(BaseModel):
     slurm: dict[str, Any] = Field(default_factory=dict)  # sbatch options (see localbench/slurm)
     extra: dict[str, Any] = Field(default_factory=dict)  # benchmark-specific options
 
+    @field_validator("benchmark")
+    @classmethod
+    def _known_benchmark(cls, v: str) -> str:
+        design_of(v)  # UnknownBenchmark (a ValueError) names the registered ones
+        return v
+
+    @staticmethod
+    def _design(info: ValidationInfo) -> Design | None:
+        name = info.data.get("benchmark")
+        try:
+            return design_of(name) if name else None
+        except UnknownBenchmark:
+            return None  # reported on the benchmark field
+
     @field_validator("levels")
     @classmethod
-    def _levels_nonempty(cls, v: list[str]) -> list[str]:
+    def _levels(cls, v: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        d = cls._design(info)
+        if d is None:
+            return v
+        if v is None:
+            return list(d.condition.default)
         if not v:
-            raise ValueError("at least one privacy level is required")
+            raise ValueError(f"at least one {d.condition.label.lower()} is required")
         return v
+
+    @field_validator("max_rounds")
+    @classmethod
+    def _max_rounds(cls, v: dict[str, int], info: ValidationInfo) -> dict[str, int]:
+        d = cls._design(info)
+        for k in v:
+            if d is not None and d.max_rounds and k not in d.max_rounds:
+                raise ValueError(f"'{k}' is not a {d.category.label.lower()} of {d.title} "
+                                 f"(expected one of {', '.join(d.max_rounds)})")
+        return v
+
+    @field_validator("models")
+    @classmethod
+    def _models(cls, v: dict[str, str | None], info: ValidationInfo) -> dict[str, str | None]:
+        d = cls._design(info)
+        if d is None:
+            return v
+        unknown = [k for k in v if k not in d.role_names]
+        if unknown:
+            raise ValueError(f"{d.title} has no role '{unknown[0]}' (roles: {', '.join(d.role_names)})")
+        out: dict[str, str | None] = {r: v.get(r) for r in d.role_names}
+        out[d.primary_role] = out[d.primary_role] or DEFAULT_MODEL
+        return out
+
+    # -- what the design says about this spec ---------------------------------------------------
+    @property
+    def design(self) -> Design:
+        return design_of(self.benchmark)
+
+    def model_for(self, role: str) -> str:
+        """The preset that plays ``role``: the spec's, else the role it defaults to, else the
+        packaged default model."""
+        d = self.design
+        name: str | None = role
+        while name is not None:
+            preset = self.models.get(name)
+            if preset:
+                return preset
+            name = d.role(name).default
+        return DEFAULT_MODEL
+
+    def with_model(self, role: str, preset: str) -> "RunSpec":
+        """This spec with ``role`` played by ``preset``."""
+        self.design.role(role)  # KeyError naming the roles for an unknown one
+        return self.model_copy(update={"models": {**self.models, role: preset}})
+
+    @property
+    def judge_model(self) -> str:
+        return self.model_for(self.design.judge_role)
+
+    def url_for(self, role: str) -> str | None:
+        """The server a role is reached at with the openai engine (the judge may have its own)."""
+        s = self.serving
+        return (s.judge_base_url or s.base_url) if role == self.design.judge_role else s.base_url
+
+    def max_rounds_for(self, category: str) -> int:
+        """A category's round limit: the spec's override, else the design's default."""
+        return int(self.max_rounds.get(category, self.design.max_rounds[category]))
 
     def result_fields(self) -> dict[str, Any]:
         """The fields that determine the results: not where they go, how the work is split or

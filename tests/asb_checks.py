@@ -12,12 +12,14 @@ from localbench.benchmarks.asb.scenario import Scenario
 from localbench.benchmarks.asb.simulate import engine_for
 from localbench.runtime.log import LogEntry, check_visibility
 
-REQUIRED = ("key", "scenario", "category", "level", "mode", "seed_index", "termination", "rounds", "max_rounds",
-            "entries", "n_messages", "n_calls", "n_failed_turns", "tokens", "context_cuts", "prompts", "model")
+REQUIRED = ("key", "scenario", "category", "level", "seed_index", "termination", "rounds", "max_rounds",
+            "entries", "n_messages", "n_calls", "n_failed_turns", "tokens", "context_cuts", "prompts", "model", "version")
+PAYLOAD = ("mode", "subtype", "engine")  # AgentSocialBench's own fields
 
 
 def transcript_problems(rec: dict[str, Any], scenario: Scenario, message_max_chars: int) -> list[str]:
     out: list[str] = [f"missing field {f}" for f in REQUIRED if f not in rec]
+    out += [f"missing payload field {f}" for f in PAYLOAD if f not in rec.get("payload", {})]
     if out:
         return out
     if rec.get("error"):

@@ -95,9 +95,10 @@ class FakeBackend:
 
 
 def fake_clients(backend: FakeBackend | None = None, max_retries: int = 1):
-    """SimClients with one fake backend for every role."""
-    from localbench.benchmarks.asb.simulate import SimClients
+    """RoleClients with one fake backend for every role."""
+    from localbench.benchmarks.asb.simulate import ALIASES
+    from localbench.runtime.clients import RoleClients
     from localbench.serving.client import StructuredClient
 
     client = StructuredClient(backend or FakeBackend(), cache=None, max_retries=max_retries)
-    return SimClients({"agent": client, "user_sim": client})
+    return RoleClients({"agent": client, "user_sim": client}, ALIASES)

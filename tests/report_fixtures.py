@@ -97,10 +97,13 @@ def make_scenario_lines(models=MODELS, levels=LEVELS, categories=CATEGORIES, per
 
 def aggregate(lines: list[dict], run_id: str) -> Scores:
     """scores.json from the lines, by the real score stage (bootstrap CIs, paired tests), per judge."""
-    from localbench.benchmarks.asb.scoring import aggregate as score
+    from localbench.benchmarks.asb.design import DESIGN
+    from localbench.records import ScenarioScore
+    from localbench.scoring import aggregate as score
 
     judges = list(dict.fromkeys(ln["judge"] for ln in lines))
-    parts = [score([ln for ln in lines if ln["judge"] == j], run_id, judge=j) for j in judges]
+    parts = [score([ScenarioScore.model_validate(ln) for ln in lines if ln["judge"] == j], DESIGN, run_id, judge=j)
+             for j in judges]
     scores = parts[0]
     for extra in parts[1:]:
         scores.rows += extra.rows  # comparisons: the first judge's only

@@ -145,7 +145,8 @@ def test_am_messages_record_the_tier_of_their_least_close_recipient():
     from localbench.benchmarks.asb.engine import SimSettings, SimTask
     from localbench.benchmarks.asb.graph import GraphSimulation
     from localbench.benchmarks.asb.ladder import resolve_level
-    from localbench.benchmarks.asb.simulate import SimClients
+    from localbench.benchmarks.asb.simulate import ALIASES
+    from localbench.runtime.clients import RoleClients
     from localbench.serving.client import StructuredClient
 
     s = _am_scenario()
@@ -154,9 +155,9 @@ def test_am_messages_record_the_tier_of_their_least_close_recipient():
         "ben_agent": {"action": "send", "to": ["ann_agent"], "message": "Great."},
     })
     client = StructuredClient(backend)
-    sim = GraphSimulation(SimTask(s, resolve_level("L1")), SimClients({"agent": client, "user_sim": client}),
+    sim = GraphSimulation(SimTask(s, resolve_level("L1")), RoleClients({"agent": client, "user_sim": client}, ALIASES),
                           SimSettings(max_rounds=1))
-    rec = asyncio.run(sim.run())
+    rec = asyncio.run(sim.run()).model_dump()
     msgs = [e for e in rec["entries"] if e["kind"] == "message"]
     group = next(m for m in msgs if m["sender"] == "ann_agent")
     assert group["channel"] == "group" and sorted(group["recipients"]) == ["ben_agent", "cat_agent", "dov_agent"]

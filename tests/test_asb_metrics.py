@@ -8,11 +8,20 @@ import pytest
 
 from asb_builders import am, cd, cm, cu, gc
 from localbench.benchmarks.asb.boundaries import forbidden_recipients
+from localbench.benchmarks.asb.design import DESIGN
 from localbench.benchmarks.asb.metrics import simulation_metrics
+from localbench.records import Judgment, LogEntry, ScenarioScore, Transcript
+from localbench.scoring import aggregate as shared_aggregate
 
 
-def J(judge, target, label=None, failure=None):
-    return {"sim_key": "s", "judge": judge, "target": target, "label": label, "failure": failure}
+def J(judge, target, label=None, failure=None, **kw):
+    return Judgment(key=f"s|{judge}|{target}", sim_key="s", judge=judge, target=target, label=label, failure=failure,
+                    **kw)
+
+
+def aggregate(recs, run_id, judge):
+    """The shared score stage over ASB's design, from version-1 style record dicts."""
+    return shared_aggregate([ScenarioScore.model_validate(r) for r in recs], DESIGN, run_id, judge)
 
 
 def task(done=True, q=0.75):
@@ -112,8 +121,6 @@ def test_acs_counts_only_blocked_tiers():
 
 
 def test_aggregate_macro_over_scenarios_with_ci_and_n_failed():
-    from localbench.benchmarks.asb.scoring import aggregate
-
     recs = []
     for i in range(10):
         v = 0.2 if i < 5 else 0.6
@@ -133,8 +140,6 @@ def test_aggregate_macro_over_scenarios_with_ci_and_n_failed():
 
 def test_a_metric_undefined_in_every_scenario_keeps_a_row_with_n_0():
     """IAS when no message touched private information: shown as no data, not dropped unmentioned."""
-    from localbench.benchmarks.asb.scoring import aggregate
-
     recs = [{"key": f"k{i}", "scenario": f"s{i}", "category": "CD", "level": "L0", "seed_index": 0, "model": "m",
              "judge": "j", "domain_pair": None, "metrics": {"CDLR": 0.5, "IAS": None}, "failed": []} for i in range(3)]
     sc = aggregate(recs, "r", "j")
@@ -166,20 +171,22 @@ def test_a_judgment_planned_but_missing_fails_its_metrics():
     """An interrupted judge stage: one privacy chunk and the behaviour call never ran."""
     s = gc()
     plan = {"privacy_pairs": ["ana#0", "ana#1", "bo"], "task": ["all"], "behaviour": ["all"]}
-    js = [dict(J("privacy_pairs", "ana#0", {"levels": {"ana.1": {"bo": "none", "cy": "none"}}}), sim_targets=plan),
-          dict(J("privacy_pairs", "bo", {"levels": {"bo.1": {"ana": "none", "cy": "none"}}}), sim_targets=plan),
-          dict(task(), sim_targets=plan)]
+    js = [J("privacy_pairs", "ana#0", {"levels": {"ana.1": {"bo": "none", "cy": "none"}}}, sim_targets=plan),
+          J("privacy_pairs", "bo", {"levels": {"bo.1": {"ana": "none", "cy": "none"}}}, sim_targets=plan),
+          task().model_copy(update={"sim_targets": plan})]
     sm = simulation_metrics(s, js)
     assert sm.values["MPLR"] is None and {"MPLR", "MPLR_full", "NEG", "POS"} <= set(sm.failed)
     assert {"B:oversharing", "B:minimal_disclosure"} <= set(sm.failed)  # every behaviour rate, not only the counts
     assert sm.values["TCQ"] == 0.75
-    complete = js + [dict(J("privacy_pairs", "ana#1", {"levels": {}}), sim_targets=plan), dict(beh(), sim_targets=plan)]
+    complete = js + [J("privacy_pairs", "ana#1", {"levels": {}}, sim_targets=plan),
+                     beh().model_copy(update={"sim_targets": plan})]
     assert simulation_metrics(s, complete).values["MPLR"] == 0.0
 
 
 def _transcript(entries, termination="idle", **kw):
-    return {"key": "s", "scenario": "sc", "category": "GC", "level": "L0", "entries": entries,
-            "termination": termination, **kw}
+    entries = [LogEntry(index=i, round=0, **e) for i, e in enumerate(entries)]
+    return Transcript(key="s", scenario="sc", category="GC", level="L0", entries=entries, termination=termination,
+                      **kw)
 
 
 def test_scenario_scores_fail_leakage_of_a_silent_simulation_or_a_crash():
@@ -192,7 +199,8 @@ def test_scenario_scores_fail_leakage_of_a_silent_simulation_or_a_crash():
     rule = [J("privacy_pairs", o, {"levels": {}}) for o in ("ana", "bo")] + [task(False, 0.0), beh()]
     failed_turns = [{"kind": "failed", "role": "agent", "sender": "ana_agent"}]
     passes = [{"kind": "pass", "role": "agent", "sender": "ana_agent"}]
-    rows = {name: scenario_scores([dict(t, key=name)], [dict(j, sim_key=name) for j in js], {"sc": s}, "j")[0]
+    rows = {name: scenario_scores([t.model_copy(update={"key": name})],
+                                  [j.model_copy(update={"sim_key": name}) for j in js], {"sc": s}, "j")[0].model_dump()
             for name, t, js in [
                 ("silent", _transcript(failed_turns, n_failed_turns=1), rule),
                 ("exhausted", _transcript([], "context_exhausted"), rule),
@@ -203,15 +211,15 @@ def test_scenario_scores_fail_leakage_of_a_silent_simulation_or_a_crash():
     for name in ("silent", "exhausted"):
         assert rows[name]["unscored"] == SILENT and rows[name]["metrics"]["MPLR"] is None
         assert "MPLR" in rows[name]["failed"] and rows[name]["metrics"]["TCQ"] == 0.0
-    assert rows["silent"]["failed_turns"] == 1
+    assert rows["silent"]["payload"]["failed_turns"] == 1
     assert rows["quiet"]["unscored"] is None and rows["quiet"]["metrics"]["MPLR"] == 0.0
     assert rows["crash"]["unscored"] == "simulation error" and rows["unjudged"]["unscored"] == "not judged yet"
     for name in ("crash", "unjudged"):
         assert {"MPLR", "MPLR_full", "MPLR_partial", "TCQ", "NEG"} <= set(rows[name]["failed"])
     # a leakage-only rejudge has every privacy call but none of the others: its leakage is measured
     plan = {"privacy_pairs": ["ana", "bo"], "task": ["all"], "behaviour": ["all"]}
-    leak_only = [dict(j, sim_key="s", sim_targets=plan) for j in rule[:2]]
-    row = scenario_scores([_transcript(passes)], leak_only, {"sc": s}, "j")[0]
+    leak_only = [j.model_copy(update={"sim_key": "s", "sim_targets": plan}) for j in rule[:2]]
+    row = scenario_scores([_transcript(passes)], leak_only, {"sc": s}, "j")[0].model_dump()
     assert row["unscored"] is None and row["metrics"]["MPLR"] == 0.0 and "TCQ" in row["failed"]
 
 
@@ -224,8 +232,6 @@ def test_a_scenario_without_private_items_scores_undefined_not_a_crash():
 
 
 def test_behaviour_rows_say_which_way_is_better():
-    from localbench.benchmarks.asb.scoring import aggregate
-
     recs = [{"key": "k", "scenario": "s", "category": "CD", "level": "L0", "seed_index": 0, "model": "m", "judge": "j",
              "domain_pair": None, "metrics": {"B:oversharing": 1.0, "B:minimal_disclosure": 0.0, "TCQ": 0.5},
              "failed": []}]

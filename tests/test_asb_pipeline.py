@@ -93,7 +93,8 @@ async def test_judges_are_template_blind(tiny_run, tmp_path):
     """Inspect every judge request of a run: no privacy level, no agent prompt text, no ladder heading."""
     from localbench.benchmarks.asb.ladder import LEVELS, MARKERS
     from localbench.pipeline import judge_transcripts, scenarios_for, spec_of
-    from localbench.runtime.records import JsonlStore
+    from localbench.records import Judgment, RecordStore
+    from localbench.rundir import RunDir
     from localbench.serving.client import StructuredClient
     from localbench.serving.engines import open_backend
 
@@ -108,8 +109,8 @@ async def test_judges_are_template_blind(tiny_run, tmp_path):
 
     backend.complete = recording
     client = StructuredClient(backend)
-    transcripts = _jsonl(tiny_run / "transcripts.jsonl")
-    await judge_transcripts(spec, transcripts, scenarios_for(spec), client, JsonlStore(tmp_path / "j.jsonl"))
+    transcripts = list(RunDir(tiny_run).transcripts().read())
+    await judge_transcripts(spec, transcripts, scenarios_for(spec), client, RecordStore(tmp_path / "j.jsonl", Judgment))
     await client.aclose()
     assert len(seen) > 20
     # mode names that are not plain English words ("explicit" is, and rubrics may use it)

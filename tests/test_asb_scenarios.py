@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from localbench.benchmarks.asb.hf import _decode
+from localbench.benchmarks.asb.hf_dataset import _decode
 from localbench.benchmarks.asb.loaders import BUILTIN_DIR, load_file, load_scenarios
 from localbench.benchmarks.asb.scenario import MULTI_PARTY, TIERS
 from localbench.benchmarks.asb.upstream import domain_sensitivity, fold

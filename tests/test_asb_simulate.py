@@ -22,8 +22,9 @@ from asb_checks import transcript_problems
 from asb_fake import FakeBackend, fake_clients
 from localbench.benchmarks.asb.ladder import resolve_level
 from localbench.benchmarks.asb.loaders import load_scenarios
-from localbench.benchmarks.asb.simulate import SimClients, engine_for, plan, settings_for, simulate_scenarios
+from localbench.benchmarks.asb.simulate import ALIASES, engine_for, plan, settings_for, simulate_scenarios
 from localbench.rundir import RunDir
+from localbench.runtime.clients import RoleClients
 from localbench.runtime.context import Budget, ContextExhausted, fit_prompt
 from localbench.runtime.scheduler import Job, run_jobs
 from localbench.serving.client import StructuredClient
@@ -52,7 +53,7 @@ def one_per_category(scenarios):
 
 
 def records(run_dir) -> list[dict]:
-    return list(RunDir(run_dir).transcripts().read())
+    return [t.model_dump() for t in RunDir(run_dir).transcripts().read()]
 
 
 def check_all(spec, scenarios, recs) -> None:
@@ -178,11 +179,12 @@ def test_resuming_a_run_made_with_other_settings_is_refused(suite, tmp_path):
 
 def test_a_mismatched_resume_is_refused_before_any_model_is_loaded(tmp_path, monkeypatch):
     import localbench.benchmarks.asb.simulate as sim
+    import localbench.runtime.harness as harness
     from localbench.rundir import RunMismatch
 
     spec = load_spec(None, out=str(tmp_path), run_id="r", levels=["L0"], categories=["CD"], limit=1)
     asyncio.run(simulate_scenarios(spec, sim.load_for(spec)[0], fake_clients(), progress=False))
-    monkeypatch.setattr(sim, "open_clients", lambda spec: pytest.fail("a model was loaded before the check"))
+    monkeypatch.setattr(harness, "open_clients", lambda *a: pytest.fail("a model was loaded before the check"))
     with pytest.raises(RunMismatch, match="max_tokens: 200 → 64"):
         sim.simulate(spec.model_copy(update={"max_tokens": 64}))
 
@@ -302,7 +304,9 @@ def test_plan_keys_levels_seeds_and_shards(suite):
     tasks = plan(spec, suite[:3])
     assert len(tasks) == 3 * 2 * 2 and len({t.key for t in tasks}) == 12
     assert {t.key.split("|")[1] for t in tasks} == {"L0", "L1"}
-    shards = [plan(spec.model_copy(update={"shard": i, "num_shards": 3}), suite[:3]) for i in range(3)]
+    keys = [t.key for t in tasks]
+    shards = [[t for t in tasks if t.key in spec.model_copy(update={"shard": i, "num_shards": 3}).select_shard(keys)]
+              for i in range(3)]
     assert sorted(t.key for s in shards for t in s) == sorted(t.key for t in tasks)
 
 
@@ -316,9 +320,9 @@ def tiny_backend(tiny_dir):
     asyncio.run(backend.aclose())
 
 
-def hf_clients(backend, max_retries: int = 1) -> SimClients:
+def hf_clients(backend, max_retries: int = 1) -> RoleClients:
     client = StructuredClient(backend, cache=None, max_retries=max_retries)
-    return SimClients({"agent": client, "user_sim": client})
+    return RoleClients({"agent": client, "user_sim": client}, ALIASES)
 
 
 def test_every_category_end_to_end_on_the_tiny_model(suite, tiny_backend, tmp_path):

@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from localbench.benchmarks import REGISTRY, Benchmark, get_benchmark
+from localbench.benchmarks import Benchmark, get_benchmark
+from localbench.design import REGISTRY
 from localbench.errors import UserError
 
 
@@ -15,22 +16,26 @@ from localbench.errors import UserError
 def test_every_registered_benchmark_implements_the_protocol(name):
     bm = get_benchmark(name)
     assert isinstance(bm, Benchmark)
-    assert bm.name == name
+    assert bm.name == name == bm.design.name
     assert bm.rubric_files(), "a benchmark's judge stage records its rubrics' hashes"
     assert all(p.exists() for p in bm.rubric_files())
-    assert set(bm.leakage_judges) and set(bm.headline)
-    assert bm.categories and set(bm.headline) <= set(bm.categories)
+    d = bm.design
+    assert set(bm.leakage_judges) and set(d.headline)
+    assert d.categories and set(d.headline) <= set(d.categories)
+    assert set(d.max_rounds) == set(d.categories), "every category has a round limit"
+    assert all(d.is_leakage(m) for m in d.headline.values()), "a headline metric is a leakage metric"
+    assert d.report_plan().tables, "a report shows at least one table of the benchmark's own"
 
 
 def test_max_rounds_flag_limits_every_category_of_the_specs_benchmark(tmp_path):
     """`--max-rounds N` means N for each category the spec's benchmark has, over a file or the defaults."""
-    from localbench.commands.run import EMBEDDED_DEFAULT
     from localbench.commands.spec_flags import spec_from_flags
 
-    every = {c: 3 for c in get_benchmark("asb").categories}
+    design = get_benchmark("asb").design
+    every = {c: 3 for c in design.categories}
     assert len(every) == 7
-    assert spec_from_flags(None, max_rounds=3, defaults=EMBEDDED_DEFAULT).max_rounds == every
-    assert spec_from_flags(None, defaults=EMBEDDED_DEFAULT).max_rounds == EMBEDDED_DEFAULT["max_rounds"]
+    assert spec_from_flags(None, max_rounds=3, embedded=True).max_rounds == every
+    assert spec_from_flags(None, embedded=True).max_rounds == design.embedded_default["max_rounds"]
     f = tmp_path / "spec.yaml"
     f.write_text("benchmark: asb\nmax_rounds: {CD: 9}\n")
     assert spec_from_flags(f).max_rounds == {"CD": 9}
@@ -59,8 +64,8 @@ def test_asb_plugin_loads_and_scores_through_the_protocol():
     bm = get_benchmark("asb")
     scenarios = bm.load_scenarios("builtin", ["CD", "GC"], 1)
     assert [bm.category_of(s) for s in scenarios.values()] == ["CD", "GC"]
-    assert bm.is_leakage_metric("CDLR_full") and bm.is_leakage_metric("CER")
-    assert not bm.is_leakage_metric("TCQ") and not bm.is_leakage_metric("IAS")
+    assert bm.design.is_leakage("CDLR_full") and bm.design.is_leakage("CER")
+    assert not bm.design.is_leakage("TCQ") and not bm.design.is_leakage("IAS")
     items = bm.build_gold(scenarios.values(), methods=["verbatim"])
     assert items and {it.scenario for it in items} <= set(scenarios)
     assert bm.consequence_notes({"CD"}) == [] and bm.consequence_notes({"CD", "GC"})

@@ -73,7 +73,7 @@ async def test_editing_a_preset_does_not_replay_stale_answers(tmp_path):
 
 
 def test_hf_grammar_backend_is_part_of_the_identity(tiny_dir):
-    from localbench.serving.hf_engine import HFBackend
+    from localbench.serving.hf.engine import HFBackend
 
     xg = HFBackend.from_preset("tiny-random", max_batch_size=2)
     assert xg.identity.grammar == "xgrammar"

@@ -19,6 +19,17 @@ def _run(*args: str, timeout: int = 180) -> subprocess.CompletedProcess:
                           timeout=timeout)
 
 
+def test_opening_the_engine_registry_imports_no_engine():
+    """Heavy imports happen only inside the engine that needs them: importing the registry, the hf
+    subpackage or the message types loads neither torch, transformers nor vllm."""
+    code = ("import sys, localbench.serving, localbench.serving.engines, localbench.serving.hf, "
+            "localbench.serving.messages, localbench.runtime.context\n"
+            "print(sorted(m for m in ('torch', 'transformers', 'vllm', 'xgrammar') if m in sys.modules))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "[]"
+
+
 def test_pick_engine_unknown_is_a_user_error_listing_the_engines():
     with pytest.raises(UserError) as e:
         pick_engine(load_preset("tiny-random"), "foo")

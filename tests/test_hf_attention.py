@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from localbench.serving import hf_attention
+from localbench.serving.hf import attention as hf_attention
 
 
 def _inputs(dtype: torch.dtype, batch: int = 3, heads: int = 6, kv_heads: int = 2, past: int = 50, new: int = 40):

@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from localbench.serving.hf_batcher import MicroBatcher
+from localbench.serving.hf.batcher import MicroBatcher
 from localbench.serving.types import EngineError
 
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from localbench.serving.cache import ResponseCache
 from localbench.serving.client import StructuredClient
-from localbench.serving.hf_batcher import MicroBatcher
+from localbench.serving.hf.batcher import MicroBatcher
 from localbench.serving.output import OutputSpec
 from localbench.serving.types import Backend, GenerationRequest
 
@@ -86,7 +86,7 @@ def _req(i: int, output: OutputSpec | None, **kw) -> GenerationRequest:
 
 @pytest.fixture(scope="module")
 def tiny(tiny_dir):
-    from localbench.serving.hf_engine import HFBackend
+    from localbench.serving.hf.engine import HFBackend
 
     return HFBackend.from_preset("tiny-random", max_batch_size=32, batch_wait_ms=20)
 
@@ -206,7 +206,7 @@ async def test_late_request_joins_the_running_batch_with_the_same_output(tiny):
 
 
 async def test_outlines_backend_batches_one_schema_at_a_time(tiny_dir):
-    from localbench.serving.hf_engine import HFBackend
+    from localbench.serving.hf.engine import HFBackend
 
     be = HFBackend.from_preset("tiny-random", grammar="outlines", batch_wait_ms=20)
     assert be.grammar_backend == "outlines" and "outlines_core" in be.describe()
@@ -223,7 +223,7 @@ async def test_outlines_backend_batches_one_schema_at_a_time(tiny_dir):
 def test_model_without_chat_template_is_refused_by_name(tiny):
     import copy
 
-    from localbench.serving.hf_engine import HFBackend
+    from localbench.serving.hf.engine import HFBackend
     from localbench.serving.types import EngineError
 
     bare = copy.deepcopy(tiny.tokenizer)
@@ -233,7 +233,7 @@ def test_model_without_chat_template_is_refused_by_name(tiny):
 
 
 def test_unknown_grammar_backend_is_named(tiny_dir):
-    from localbench.serving.hf_engine import HFBackend
+    from localbench.serving.hf.engine import HFBackend
 
     with pytest.raises(ValueError, match="unknown grammar backend 'lark'"):
         HFBackend.from_preset("tiny-random", grammar="lark")
@@ -241,7 +241,7 @@ def test_unknown_grammar_backend_is_named(tiny_dir):
 
 @pytest.mark.slow
 async def test_smollm2_answers_a_structured_question(smollm2_dir):
-    from localbench.serving.hf_engine import HFBackend
+    from localbench.serving.hf.engine import HFBackend
 
     class Capital(BaseModel):
         model_config = ConfigDict(extra="forbid")
@@ -383,7 +383,7 @@ async def test_batcher_skips_cancelled_callers():
 def test_two_level_inverse_cdf_matches_a_full_cumulative_sum():
     import torch
 
-    from localbench.serving.hf_decode import _inverse_cdf
+    from localbench.serving.hf.decode import _inverse_cdf
 
     gen = torch.Generator().manual_seed(0)
     for width in (300, 1000, 49152 + 17):
@@ -412,8 +412,8 @@ def sliding(tiny):
     import torch
     from transformers import MistralConfig, MistralForCausalLM
 
-    from localbench.serving.hf_decode import _plain_model_cache
-    from localbench.serving.hf_engine import HFBackend
+    from localbench.serving.hf.decode import _plain_model_cache
+    from localbench.serving.hf.engine import HFBackend
 
     tok = tiny.tokenizer
     cfg = MistralConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,

@@ -1,4 +1,4 @@
-"""The hf engine's in-place KV buffer (hf_kv_buffer): the live region always equals the plain cache.
+"""The hf engine's in-place KV buffer (localbench.serving.hf.kv_buffer): the live region always equals the plain cache.
 
 The reference is what transformers' DynamicCache plus the old copy-everything code produced:
 rows left-padded with zeros to a common width, a step's column appended on the right. Rows
@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from localbench.serving.hf_kv_buffer import BufferedKV
+from localbench.serving.hf.kv_buffer import BufferedKV
 
 HEADS, DIM, LAYERS = 2, 4, 3
 

@@ -1,11 +1,11 @@
-"""The hf engine's packed CPU linear layers (hf_linear) on real models: same logits, less memory."""
+"""The hf engine's packed CPU linear layers (localbench.serving.hf.linear) on real models: same logits, less memory."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from localbench.serving import hf_linear
+from localbench.serving.hf import linear as hf_linear
 
 pytestmark = pytest.mark.timeout(120)
 

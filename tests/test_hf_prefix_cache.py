@@ -14,9 +14,9 @@ import asyncio
 import pytest
 import torch
 
-from localbench.serving.hf_decode import _chunks, _shared_prefixes
-from localbench.serving.hf_kv_buffer import BufferedKV
-from localbench.serving.hf_prefix_cache import MIN_REUSE, PrefixCache
+from localbench.serving.hf.decode import _chunks, _shared_prefixes
+from localbench.serving.hf.kv_buffer import BufferedKV
+from localbench.serving.hf.prefix_cache import MIN_REUSE, PrefixCache
 from localbench.serving.types import GenerationRequest
 
 pytestmark = pytest.mark.timeout(180)
@@ -91,7 +91,7 @@ def test_each_prompt_gets_the_start_it_shares_with_its_closest_other_prompt():
 @pytest.fixture(scope="module")
 def engines(tiny_dir):
     """The same weights behind two engines: prefix cache on, and off."""
-    from localbench.serving.hf_engine import HFBackend
+    from localbench.serving.hf.engine import HFBackend
 
     cached = HFBackend.from_preset("tiny-random", max_batch_size=8, batch_wait_ms=20)
     plain = HFBackend(cached.model, cached.tokenizer, identity=cached.identity, max_model_len=cached.max_model_len,
@@ -157,7 +157,7 @@ async def test_prompts_admitted_together_compute_the_start_they_share_once(engin
 def test_grouped_attention_matches_sdpa_with_padding_and_a_past(engines):
     from transformers import DynamicCache
 
-    from localbench.serving import hf_attention
+    from localbench.serving.hf import attention as hf_attention
 
     model = engines[0].model
     assert model.config._attn_implementation == hf_attention.ATTENTION_NAME  # installed on CPU

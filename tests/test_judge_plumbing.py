@@ -19,8 +19,8 @@ from asb_builders import cd
 from asb_fake import FakeBackend
 from fakes import ScriptedBackend
 from localbench.benchmarks.asb.judges import abstraction_calls, task_call
-from localbench.judging.runner import JudgeTask, JudgmentNotRecorded, run_judge_tasks
-from localbench.runtime.records import JsonlStore
+from localbench.judging.runner import JudgeTask, JudgmentNotRecorded, answer_record, run_judge_tasks
+from localbench.records import JsonlStore, Judgment, LogEntry, RecordStore, Transcript
 from localbench.serving.client import StructuredClient
 from localbench.serving.output import OutputSpec
 from localbench.serving.types import GenerationRequest, ModelIdentity, check_prompt_fits
@@ -34,15 +34,17 @@ def _msg(i: int, content: str = "x" * 200) -> dict:
 
 
 def _transcript(scenario, messages, key="sim1"):
-    return {"key": key, "scenario": scenario.id, "category": scenario.category, "level": "L0", "entries": messages}
+    entries = [LogEntry(**{"index": i, "round": 0, **m}) for i, m in enumerate(messages)]
+    return Transcript(key=key, scenario=scenario.id, category=scenario.category, level="L0", entries=entries,
+                      termination="idle")
 
 
 def _judge(scenario, transcripts, client, store, judge_max_tokens=400):
     """The benchmark's judge stage (build_tasks + run_judge_tasks) on these transcripts."""
     from localbench.pipeline import judge_transcripts
-    from localbench.spec import Models, RunSpec
+    from localbench.spec import RunSpec
 
-    spec = RunSpec(models=Models(agent="fake", judge="fake"), judge_max_tokens=judge_max_tokens)
+    spec = RunSpec(models={"agent": "fake", "judge": "fake"}, judge_max_tokens=judge_max_tokens)
     return asyncio.run(judge_transcripts(spec, transcripts, {scenario.id: scenario}, client, store,
                                          show_progress=False))
 
@@ -65,10 +67,10 @@ def test_split_abstraction_group_gets_one_target_per_part():
 def test_every_abstraction_answer_of_a_split_group_is_recorded(tmp_path):
     """A context that forces the abstraction group apart: one record per call, every message scored."""
     sc = cd()
-    store = JsonlStore(tmp_path / "judgments.jsonl")
+    store = RecordStore(tmp_path / "judgments.jsonl", Judgment)
     client = StructuredClient(FakeBackend(max_model_len=800), cache=None)
     summary = _judge(sc, [_transcript(sc, [_msg(i) for i in range(6)])], client, store)
-    records = list(store.read())
+    records = [r.model_dump() for r in store.read()]
     assert summary.done == summary.total == len(records)
     abst = [r for r in records if r["judge"] == "abstraction"]
     assert len(abst) > 1 and len({r["target"] for r in abst}) == len(abst)
@@ -88,7 +90,7 @@ def test_runner_refuses_two_tasks_with_one_key_before_sending(tmp_path):
     store = JsonlStore(tmp_path / "j.jsonl")
     with pytest.raises(JudgmentNotRecorded, match="share the key 's|abstraction|msgs0'"):
         asyncio.run(run_judge_tasks(StructuredClient(backend), [_task("s|abstraction|msgs0", "msgs0")] * 2,
-                                    store, show_progress=False))
+                                    store, show_progress=False, record_of=answer_record))
     assert backend.calls == [] and list(store.read()) == []
 
 
@@ -102,7 +104,7 @@ def test_runner_raises_when_its_answer_cannot_be_written(tmp_path):
 
     with pytest.raises(JudgmentNotRecorded, match="'k1' was written by someone else"):
         asyncio.run(run_judge_tasks(StructuredClient(ScriptedBackend(reply)), [_task("k1")], store,
-                                    show_progress=False))
+                                    show_progress=False, record_of=answer_record))
 
 
 # -- 2. prompts too long for the judge's context ------------------------------------------------
@@ -131,9 +133,10 @@ def test_a_message_too_long_for_the_judge_is_a_recorded_failure(tmp_path):
     # the last message alone exceeds the context: the task judge (which keeps the latest) cannot fit it
     msgs = [_msg(0), _msg(1), _msg(2), _msg(3, "y" * 8000)]
     backend = StrictBackend(max_model_len=1500)
-    store = JsonlStore(tmp_path / "judgments.jsonl")
+    store = RecordStore(tmp_path / "judgments.jsonl", Judgment)
     summary = _judge(sc, [_transcript(sc, msgs)], StructuredClient(backend, cache=None), store)
-    records = list(store.read())
+    judgments = list(store.read())
+    records = [r.model_dump() for r in judgments]
     assert summary.done == summary.total == len(records)
     refused = [r for r in records if r["failure"] and "does not fit" in r["failure"]]
     judges = {r["judge"] for r in refused}
@@ -142,7 +145,7 @@ def test_a_message_too_long_for_the_judge_is_a_recorded_failure(tmp_path):
     assert all(r["label"] is None and r["call"] is None for r in refused)
     sent = {req.tag for req in backend.requests}
     assert sent and not sent & {r["key"] for r in refused}  # never sent
-    m = simulation_metrics(sc, records)
+    m = simulation_metrics(sc, judgments)
     assert {"CDLR", "TCQ", "Task%", "IAS"} <= set(m.failed)  # failed, not "no leak" / TCQ 0
     assert m.values.get("CDLR") is None and m.values.get("TCQ") is None
 
@@ -181,7 +184,7 @@ def test_a_prompt_is_tokenized_once_when_built_and_when_run(tmp_path):
 
     backend.count_tokens = count
     _judge(sc, [_transcript(sc, [_msg(i) for i in range(3)])], StructuredClient(backend, cache=None),
-           JsonlStore(tmp_path / "j.jsonl"))
+           RecordStore(tmp_path / "j.jsonl", Judgment))
     assert len(backend.calls) == 4 and len(counted) == len(set(counted)) == 4
 
 
@@ -254,15 +257,15 @@ def test_rerun_after_editing_the_judge_prompt_is_refused(tmp_path, monkeypatch, 
     import shutil
 
     from localbench.errors import UserError
-    from localbench.judging import templates
+    from localbench.judging import rubrics
 
     gold, out = _gold(tmp_path), tmp_path / "ev"
     _eval(gold, out, ["a"])
     edited = tmp_path / "judges"
-    shutil.copytree(templates.judges_dir(), edited)
+    shutil.copytree(rubrics.judges_dir(), edited)
     with open(edited / rubric, "a", encoding="utf-8") as f:
         f.write("\nBe strict.\n")
-    monkeypatch.setattr(templates, "judges_dir", lambda: edited)
+    monkeypatch.setattr(rubrics, "judges_dir", lambda: edited)
     with pytest.raises(UserError, match="prompt_hash"):
         _eval(gold, out, ["a"])
 
@@ -271,7 +274,7 @@ def test_rerun_after_editing_the_judge_prompt_is_refused(tmp_path, monkeypatch, 
 
 def _rubric_hashes():
     from localbench.benchmarks import get_benchmark
-    from localbench.judging.templates import judges_dir
+    from localbench.judging.rubrics import judges_dir
     from localbench.rundir import file_hashes
 
     files = get_benchmark("asb").rubric_files()

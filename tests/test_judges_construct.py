@@ -144,14 +144,15 @@ def test_plant_run_crosses_the_boundary_and_records_labels(scenarios):
     from localbench.benchmarks.asb.boundaries import cross_boundary_messages
 
     run = plant_run(scenarios, model="m", seed=2, leak_share=0.5)
-    assert {t["category"] for t in run.transcripts} == {"CD", "MC", "CU"}
+    transcripts = [t.model_dump() for t in run.transcripts]
+    assert {t["category"] for t in transcripts} == {"CD", "MC", "CU"}
     by_id = {s.id: s for s in scenarios}
-    for t in run.transcripts:
+    for t in transcripts:
         sc = by_id[t["scenario"]]
-        assert set(t["planted"]) == {it.id for it in sc.items}
+        assert set(t["payload"]["planted"]) == {it.id for it in sc.items}
         crossing = cross_boundary_messages(sc, t["entries"])
         for it in sc.items:
-            if t["planted"][it.id] == "full" and it.text in json.dumps(t["entries"], ensure_ascii=False):
+            if t["payload"]["planted"][it.id] == "full" and it.text in json.dumps(t["entries"], ensure_ascii=False):
                 assert any(it.text in m["content"] for m in crossing)
 
 

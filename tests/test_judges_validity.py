@@ -24,7 +24,7 @@ from localbench.judging.evaluate import EvalConfig, load_eval, run_eval
 from localbench.judging.gold import write_gold
 from localbench.judging.reliability import corrected_rate, judge_reliability, reliability
 from localbench.rejudge import rejudge_one
-from localbench.runtime.records import JsonlStore
+from localbench.records import JsonlStore
 
 pytestmark = pytest.mark.timeout(120)
 SHARES = {"careful": 0.2, "middling": 0.5, "leaky": 0.85}
@@ -36,7 +36,7 @@ def _planted_labels(run_dir):
     out = {}
     for t in JsonlStore(run_dir / "transcripts.jsonl").read():
         texts = {it.id: it.text for it in scen[t["scenario"]].items}
-        out[t["key"]] = {texts[i]: lv for i, lv in t["planted"].items()}
+        out[t["key"]] = {texts[i]: lv for i, lv in t["payload"]["planted"].items()}
     return out
 
 
@@ -56,7 +56,7 @@ def _expected_rates(run_dir):
     out = {}
     for t in JsonlStore(run_dir / "transcripts.jsonl").read():
         sc = scen[t["scenario"]]
-        leak = {i: lv != "none" for i, lv in t["planted"].items()}
+        leak = {i: lv != "none" for i, lv in t["payload"]["planted"].items()}
         if sc.category == "CU":
             owners = [p.id for p in sc.people if sc.items_of(p.id)]
             per = [sum(leak[it.id] for it in sc.items_of(o)) / len(sc.items_of(o)) for o in owners]

@@ -4,11 +4,15 @@ Every ``localbench`` import in the package (module level or inside a function) i
 the rank of the part it comes from: a part may import only parts of lower or equal rank, and the
 shared leaves (stats, report, errors, spec, ...) import only other leaves. A new top-level part
 must be given a rank here, which is the point: where it sits is a decision, not an accident.
+
+And the shared layers are benchmark-agnostic: no module outside a benchmark's own folder names
+AgentSocialBench's metrics, categories or levels (they read its design instead).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import localbench
@@ -17,10 +21,12 @@ PACKAGE = Path(localbench.__file__).parent
 
 RANK = {
     # leaves: anyone may import them; they import only each other
-    "<root>": 0, "errors": 0, "paths": 0, "spec": 0, "scores": 0, "stats": 0, "report": 0,
+    "<root>": 0, "errors": 0, "files": 0, "paths": 0, "spec": 0, "scores": 0, "stats": 0, "report": 0,
+    "design": 0, "records": 0, "scoring": 0,
     "serving": 1,
+    "rundir": 1.5,
     "runtime": 2,
-    "judging": 2.5, "rundir": 2.5,
+    "judging": 2.5,
     "benchmarks": 3,
     "pipeline": 4,
     "rejudge": 5, "consequences": 5.5,
@@ -74,3 +80,34 @@ def test_the_check_sees_function_level_imports(tmp_path, monkeypatch):
     monkeypatch.setattr(__import__(__name__), "PACKAGE", fake)
     assert _violations() == ["localbench/judging/x.py:2: judging (rank 2.5) imports localbench.benchmarks.asb "
                              "(rank 3)"]
+
+
+# AgentSocialBench's own names: its metrics, its categories, its privacy levels.
+ASB_NAMES = ("CDLR", "MLR", "CULR", "MPLR", "HALR", "CSLR", "CER", "ACS", "IAS", "TCQ", "Task%", "CD", "MC", "CU",
+             "GC", "HS", "CM", "AM", "L0", "L1", "L2")
+_ASB_WORD = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(re.escape(n) for n in ASB_NAMES) + r")(?![A-Za-z0-9_%])")
+
+
+def _asb_mentions(root: Path) -> list[str]:
+    """file:line: name, for every ASB name in a shared module's code, strings and comments."""
+    out = []
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if not path.is_file() or path.suffix not in (".py", ".j2") or rel.parts[:2] == ("benchmarks", "asb"):
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for m in _ASB_WORD.finditer(line):
+                out.append(f"{rel}:{n}: {m.group(1)}")
+    return out
+
+
+def test_no_shared_module_names_an_asb_metric_category_or_level():
+    assert _asb_mentions(PACKAGE) == []
+
+
+def test_the_name_check_finds_a_metric_and_a_category(tmp_path):
+    (tmp_path / "report").mkdir()
+    (tmp_path / "report" / "x.py").write_text('HEAD = {"CD": "CDLR"}\nok = "CDROM, ACSII, L0x"\n')
+    (tmp_path / "benchmarks" / "asb").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "asb" / "y.py").write_text('"CD"\n')
+    assert _asb_mentions(tmp_path) == ["report/x.py:1: CD", "report/x.py:1: CDLR"]

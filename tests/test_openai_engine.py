@@ -216,6 +216,22 @@ async def test_real_server_structured_and_bounded(server, structured):
 
 
 @real_server
+async def test_real_server_counts_text_parts_as_text_and_is_never_sent_an_image(server, structured):
+    from localbench.serving.messages import image_part, text_part
+    from engine_checks import assert_images_refused
+
+    parts = [{"role": "user", "content": [text_part("case"), text_part("seven")]}]
+    n = structured.count_tokens(parts)  # the server's /tokenize
+    assert n == structured.count_tokens([{"role": "user", "content": "case\nseven"}]) == structured._count_locally(parts)
+    assert (await structured.complete(GenerationRequest(messages=parts, max_tokens=2))).tokens_in == n
+    sent = structured.requests_sent
+    image = [{"role": "user", "content": [text_part("where?"), image_part(data=b"\x89PNG", mime_type="image/png")]}]
+    line = "engine 'openai' (preset 'tiny-random') cannot take images: message 1 (user) has an image part"
+    await assert_images_refused(structured, image, line)
+    assert structured.requests_sent == sent  # refused here: the server never saw it
+
+
+@real_server
 async def test_real_server_rejects_unknown_model_without_retry(server):
     from localbench.serving.presets import load_preset
 

@@ -23,13 +23,20 @@ from typer.testing import CliRunner
 from localbench.errors import UserError
 from localbench.report import build_report, load_run, render_report
 from localbench.report.aggregate import Estimate
+from localbench.benchmarks.asb.design import DESIGN
+from localbench.benchmarks.asb.report import ladder_table
 from localbench.report.data import RunData
-from localbench.report.figures import build_figures
-from localbench.report.tables import Column, Row, Table, ladder_table, latex_escape, main_table
+from localbench.report.render import build_figures
+from localbench.report.tables import Column, Row, Table, headline_table, latex_escape
 from localbench.scores import ScoreRow, Scores
 
 sys.path.insert(0, str(Path(__file__).parent))
 from report_fixtures import MODELS, make_run_dir  # noqa: E402
+
+
+def main_table(run, level, fmt="pm"):
+    """ASB's Table 2 at one level."""
+    return headline_table(run, level, fmt, pooled=("IAS", "TCQ", "Task%"), name=f"table2_main_{level}")
 
 FIGURES = ("level_effect", "cd_domain_heatmap", "leak_vs_tcq", "full_partial_split")
 
@@ -48,7 +55,7 @@ def _row(metric, model, level, category, mean, n=10, n_failed=0, hib=False, widt
 
 
 def _run(rows, tmp_path: Path) -> RunData:
-    return RunData(path=tmp_path, scores=Scores(run_id="hand", benchmark="asb", rows=rows))
+    return RunData(path=tmp_path, scores=Scores(run_id="hand", benchmark="asb", rows=rows), design=DESIGN)
 
 
 # ---------------------------------------------------------------------------- whole report
@@ -164,7 +171,7 @@ def test_latex_escaping():
     assert latex_escape("Task% & a_b #1 $x$ {y} ~^\\") == (
         r"Task\% \& a\_b \#1 \$x\$ \{y\} \textasciitilde{}\textasciicircum{}\textbackslash{}")
     assert latex_escape("Δ L0→L2 ± —") == r"$\Delta$ L0$\rightarrow$L2 $\pm$ ---"
-    t = Table(name="t", title="50% of my_model & co", label_headers=["Model"], columns=[Column("Task%", "Task%", True)],
+    t = Table(name="t", title="50% of my_model & co", label_headers=["Model"], columns=[Column("Task%", "Task%", True, digits=1)],
               rows=[Row(["my_model&co"], [Estimate(12.34)])])
     tex = t.to_latex()
     assert r"\caption{50\% of my\_model \& co}" in tex
@@ -250,7 +257,7 @@ def test_report_with_sparse_scores(tmp_path):
     rep = build_report(tmp_path)
     html = rep.html.read_text()
     assert "Leakage vs task completion quality" in html and "skipped: no model has both a TCQ value" in html
-    assert "skipped: no _full/_partial leakage split" in html
+    assert "skipped: no _full/_partial split" in html
     assert "Not in this run: MLR, CULR, MPLR, HALR, CSLR, ACS." in html
     assert (tmp_path / "figures" / "level_effect.png").is_file()
     empty = tmp_path / "empty"
@@ -268,7 +275,8 @@ def test_bad_files_name_the_file(tmp_path):
         render_report(tmp_path)
     Scores(run_id="x", benchmark="asb").write(tmp_path / "scores.json")
     (tmp_path / "scenario_scores.jsonl").write_text('{"key": "k"}\n')
-    with pytest.raises(UserError, match=re.escape(f"{tmp_path / 'scenario_scores.jsonl'}:1: field 'scenario'")):
+    with pytest.raises(UserError, match=re.escape(f"{tmp_path / 'scenario_scores.jsonl'}:1: not a scenario score "
+                                                  "record: field 'scenario'")):
         render_report(tmp_path)
 
 

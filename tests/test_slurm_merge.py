@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from localbench.errors import UserError
-from localbench.runtime.records import JsonlStore
+from localbench.records import JsonlStore
 from localbench.serving.cache import ResponseCache
 from localbench.serving.types import RawCompletion
 from localbench.slurm.layout import JobSubmission, RunLayout, SubmissionRecord

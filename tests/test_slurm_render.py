@@ -30,12 +30,11 @@ WORKDIR = "/home/you/localbench"  # a fixed submit directory, so goldens do not 
 UPDATE = os.environ.get("LOCALBENCH_UPDATE_GOLDEN") == "1"
 
 
-def rendered(spec: RunSpec, where: str = "spec", shards: list[int] | None = None,
-             available: set[str] | None = None) -> dict[str, str]:
+def rendered(spec: RunSpec, where: str = "spec", shards: list[int] | None = None) -> dict[str, str]:
     plan = make_plan(spec, where, workdir=WORKDIR)
     # derived presets are checked in test_tensor_parallel_preset_and_gpu_split, not here: they copy
     # serving/*.yaml, whose edits are not template changes
-    return {"array.sbatch": render_array(plan, shards).script, "merge.sbatch": render_merge(plan, available).script}
+    return {"array.sbatch": render_array(plan, shards).script, "merge.sbatch": render_merge(plan).script}
 
 
 def check_golden(directory: Path, files: dict[str, str]) -> None:
@@ -79,24 +78,22 @@ def test_example_matches_golden(spec_file: Path, tmp_path: Path):
 
 CASES = {
     # a resubmission over two shards, at most one at a time
-    "resubmit-subset": (dict(num_shards=4, slurm={"array_concurrency": 1}), [1, 3], None),
+    "resubmit-subset": (dict(num_shards=4, slurm={"array_concurrency": 1}), [1, 3]),
     # no warning signal, no requeue; environment from modules, conda and raw setup lines
     "env-setup": (dict(slurm={"signal": None, "requeue": False, "modules": ["gcc/12", "cuda/12.4"],
                               "conda_env": "$HOME/envs/lb", "setup": ["ulimit -n 4096"],
-                              "env": {"TOKENIZERS_PARALLELISM": "false"}, "offline": False}), None, None),
-    # only the post-merge commands this installation has (here: none of judge/score/report)
-    "merge-only": (dict(slurm={}), None, {"slurm"}),
+                              "env": {"TOKENIZERS_PARALLELISM": "false"}, "offline": False}), None),
     # custom post-merge commands with placeholders
     "after-merge": (dict(slurm={"after_merge": ["localbench score {run}", "python analyse.py --run {run} --spec {spec}"]}),
-                    None, None),
+                    None),
 }
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_case_matches_golden(case: str, tmp_path: Path):
-    fields, shards, available = CASES[case]
+    fields, shards = CASES[case]
     spec = RunSpec.model_validate({"run_id": case, "models": {"agent": "tiny-random"}, **fields})
-    files = rendered(spec, case, shards=shards, available=available)
+    files = rendered(spec, case, shards=shards)
     for name in ("array.sbatch", "merge.sbatch"):
         bash_syntax_ok(files[name], tmp_path)
     check_golden(GOLDEN / case, files)
@@ -110,10 +107,10 @@ def test_resubmit_array_lists_only_given_shards():
     assert "#SBATCH --array=0-3%1\n" in full
 
 
-def test_merge_steps_follow_available_commands():
+def test_merge_steps_run_the_stages_after_simulation():
     spec = RunSpec.model_validate({"run_id": "x"})
-    m = rendered(spec, available={"slurm", "judge", "report"})["merge.sbatch"]
-    assert "lb_step judge bash -c" in m and "lb_step report bash -c" in m and "lb_step score" not in m
+    m = rendered(spec)["merge.sbatch"]
+    assert "lb_step judge bash -c" in m and "lb_step score bash -c" in m and "lb_step report bash -c" in m
     per_shard = RunSpec.model_validate({"run_id": "x", "slurm": {"judge_per_shard": True, "gres": "gpu:1"}})
     files = rendered(per_shard)
     assert "lb_step judge bash -c" not in files["merge.sbatch"]

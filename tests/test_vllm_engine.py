@@ -129,6 +129,24 @@ async def test_prompt_longer_than_context_is_the_same_error_as_in_hf(tiny_vllm):
         await tiny_vllm.complete(GenerationRequest(messages=_messages(1), max_tokens=2049 - n))  # no room: not cut short
 
 
+async def test_text_parts_count_like_a_string_and_an_image_is_refused(tiny_vllm):
+    """Text parts are the same prompt as their text in one string; an image (which this engine does
+    not take yet) is one line naming engine and preset, before the chat template sees it."""
+    from localbench.serving.messages import image_part, text_part
+    from engine_checks import assert_images_refused
+
+    parts = [{"role": "system", "content": [text_part("Answer with JSON only.")]},
+             {"role": "user", "content": [text_part("Case 1:"), text_part("what happens next?")]}]
+    plain = [{"role": "system", "content": "Answer with JSON only."},
+             {"role": "user", "content": "Case 1:\nwhat happens next?"}]
+    n = tiny_vllm.count_tokens(plain)
+    assert tiny_vllm.count_tokens(parts) == n
+    assert (await tiny_vllm.complete(GenerationRequest(messages=parts, max_tokens=2))).tokens_in == n
+    image = [parts[0], {"role": "user", "content": [text_part("Where?"), image_part(data=b"\x89PNG", mime_type="image/png")]}]
+    line = "engine 'vllm' (preset 'tiny-random') cannot take images: message 2 (user) has an image part"
+    await assert_images_refused(tiny_vllm, image, line)
+
+
 async def test_describe_records_the_pinned_grammar(tiny_vllm):
     import vllm
 

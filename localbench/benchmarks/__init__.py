@@ -2,27 +2,27 @@
 
 The pipeline, `judges rejudge` and the judge-reliability consequences reach a benchmark only
 through the ``Benchmark`` protocol, looked up by the name a run's spec records
-(``get_benchmark(spec.benchmark)``). Layers below (judging/, runtime/, serving/) never import a
-benchmark; they are handed what they need (an ``ItemJudge``, a list of ``JudgeTask``s).
+(``get_benchmark(spec.benchmark)``), and what every shared layer needs to know about it (axes,
+roles, metric catalogue, defaults, report) through its ``design`` (``localbench.design``). Layers
+below (judging/, runtime/, serving/) never import a benchmark; they are handed what they need (an
+``ItemJudge``, a list of ``JudgeTask``s, a ``Simulator``).
 """
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Protocol, Sequence, runtime_checkable
+
+from localbench.design import Design, UnknownBenchmark, plugin_class
 
 if TYPE_CHECKING:
     from localbench.judging.calls import ItemJudge
     from localbench.judging.gold import GoldItem
     from localbench.judging.runner import JudgeTask
-    from localbench.runtime.records import JsonlStore
-    from localbench.runtime.summary import SimulationSummary
-    from localbench.scores import Scores
+    from localbench.records import Judgment, RecordStore, ScenarioScore, Transcript
+    from localbench.runtime.harness import Simulator
     from localbench.serving.client import StructuredClient
     from localbench.spec import RunSpec
-
-Record = dict[str, Any]
 
 
 class CategoryCheck(Protocol):
@@ -63,11 +63,10 @@ class Benchmark(Protocol):
     """What a benchmark gives the pipeline. Scenarios are the benchmark's own objects, keyed by id."""
 
     name: str
+    design: Design  # its axes, roles, metric catalogue, defaults and report (localbench.design)
     item_judge: ItemJudge  # its item-leakage judge, as gold-set evals ask it
     leakage_judges: tuple[str, ...]  # judge names whose labels the leakage metrics come from
-    headline: Mapping[str, str]  # category -> the leakage metric a category's models are ranked by
     planted_judge: str  # the judge name a synthetic run's construction labels go by
-    categories: tuple[str, ...]  # its categories in run order (`--max-rounds N` sets each)
 
     def check_source(self, source: str) -> DataCheck: ...
 
@@ -76,25 +75,19 @@ class Benchmark(Protocol):
 
     def category_of(self, scenario: Any) -> str: ...
 
-    def simulate(self, spec: RunSpec, progress: bool | None = None) -> SimulationSummary: ...
+    def simulator(self) -> Simulator: ...
 
     def rubric_files(self) -> list[Path]: ...
 
-    def judge_tasks(self, spec: RunSpec, transcripts: list[Record], scenarios: Mapping[str, Any],
-                    client: StructuredClient, store: JsonlStore) -> list[JudgeTask]: ...
+    def judge_tasks(self, spec: RunSpec, transcripts: list[Transcript], scenarios: Mapping[str, Any],
+                    client: StructuredClient, store: RecordStore[Judgment]) -> list[JudgeTask]: ...
 
-    def scenario_scores(self, transcripts: list[Record], judgments: list[Record], scenarios: Mapping[str, Any],
-                        judge: str) -> list[Record]: ...
+    def scenario_scores(self, transcripts: list[Transcript], judgments: list[Judgment], scenarios: Mapping[str, Any],
+                        judge: str) -> list[ScenarioScore]: ...
 
-    def aggregate(self, records: list[Record], run_id: str, judge: str, seed: int = 0) -> Scores: ...
+    def leak_units(self, scenario: Any, judgments: list[Judgment]) -> dict[Any, str] | None: ...
 
-    def write_scores(self, run_dir: Path, records: list[Record], scores: Scores) -> None: ...
-
-    def is_leakage_metric(self, name: str) -> bool: ...
-
-    def leak_units(self, scenario: Any, judgments: list[Record]) -> dict[Any, str] | None: ...
-
-    def planted_judgments(self, transcripts: list[Record]) -> list[Record]: ...
+    def planted_judgments(self, transcripts: list[Transcript]) -> list[Judgment]: ...
 
     def build_gold(self, scenarios: Iterable[Any], seed: int = 0, methods: list[str] | None = None,
                    variants: int = 1) -> list[GoldItem]: ...
@@ -104,19 +97,11 @@ class Benchmark(Protocol):
     def consequence_notes(self, categories: set[str]) -> list[str]: ...
 
 
-# name -> "module:attribute" of a zero-argument factory; imported on first use so that
-# `localbench --help` and runs of one benchmark never import another.
-REGISTRY: dict[str, str] = {
-    "asb": "localbench.benchmarks.asb.plugin:AgentSocialBench",
-}
-
-
 def get_benchmark(name: str) -> Benchmark:
-    """The registered benchmark called ``name``."""
+    """The registered benchmark called ``name`` (``localbench.design.registered``)."""
     from localbench.errors import UserError
 
-    target = REGISTRY.get(name)
-    if target is None:
-        raise UserError(f"unknown benchmark '{name}' (registered: {', '.join(sorted(REGISTRY))})")
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)()
+    try:
+        return plugin_class(name)()
+    except UnknownBenchmark as e:
+        raise UserError(str(e)) from e

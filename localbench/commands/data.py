@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from localbench.design import DEFAULT_BENCHMARK
+
 
 def register(app: typer.Typer) -> None:
     data_app = typer.Typer(help="Inspect and validate scenario data.", no_args_is_help=True)
@@ -14,7 +16,7 @@ def register(app: typer.Typer) -> None:
     def check(
         source: str = typer.Argument(..., help="a directory or file of scenarios, 'builtin', or hf:NAME"),
         verbose: bool = typer.Option(False, "--verbose", "-v", help="list every warning, not one line per field"),
-        benchmark: str = typer.Option("asb", "--benchmark", help="whose scenario format the source is in"),
+        benchmark: str = typer.Option(DEFAULT_BENCHMARK, "--benchmark", help="whose scenario format the source is in"),
     ) -> None:
         """Validate every scenario file and summarise: counts per category, items, warnings by field.
 
@@ -59,6 +61,42 @@ def register(app: typer.Typer) -> None:
         con.print(f"{n_files} files: {len(rep.loaded)} loaded, {status}, {len(rep.issues)} warnings")
         if n_bad:
             raise typer.Exit(1)
+
+    @data_app.command("design")
+    def design(benchmark: str = typer.Option(DEFAULT_BENCHMARK, "--benchmark", help="the benchmark to describe")) -> None:
+        """What a benchmark declares: its axes (levels, categories), roles, metrics and defaults."""
+        from rich.console import Console
+        from rich.table import Table
+
+        from localbench.design import UnknownBenchmark, design_of
+        from localbench.errors import UserError
+
+        try:
+            d = design_of(benchmark)
+        except UnknownBenchmark as e:
+            raise UserError(str(e)) from e
+        con = Console(soft_wrap=True)
+        con.print(f"[bold]{d.title}[/] ({d.name})")
+        for axis in d.axes:
+            flag = "--levels" if axis.kind == "condition" else "--categories"
+            default = f"; default {', '.join(axis.default)}" if axis.default else ""
+            con.print(f"{axis.label} ({flag}): {', '.join(axis.values)}{default}", highlight=False)
+        roles = Table(title="roles (--agent is the first, --judge the judge; --model ROLE=PRESET for any)")
+        for c in ("role", "plays", "defaults to"):
+            roles.add_column(c)
+        for r in d.roles:
+            roles.add_row(r.name + (" (judge)" if r.judge else ""), r.description, r.default or "the packaged model")
+        con.print(roles)
+        metrics = Table(title="metrics")
+        for c in ("metric", "better", "headline of", "description"):
+            metrics.add_column(c, overflow="fold")
+        heads = {m: [c for c, h in d.headline.items() if h == m] for m in d.headline.values()}
+        for m in d.metrics:
+            if m.glossary:
+                metrics.add_row(m.name, "higher" if m.higher_is_better else "lower", ", ".join(heads.get(m.name, [])),
+                                m.description)
+        con.print(metrics)
+        con.print(f"round limits: {', '.join(f'{k} {v}' for k, v in d.max_rounds.items())}", highlight=False)
 
     app.add_typer(data_app, name="data")
 

@@ -18,6 +18,8 @@ from typing import Optional
 
 import typer
 
+from localbench.design import DEFAULT_BENCHMARK
+
 judges_app = typer.Typer(help="How far a judge can be trusted: gold sets, labelling, agreement, consequences.",
                          no_args_is_help=True, pretty_exceptions_enable=False)
 gold_app = typer.Typer(help="Build, import and merge gold sets (JSONL; format in judges/gold/README.md).",
@@ -49,7 +51,7 @@ def gold_build(
     rewrite_with: Optional[str] = typer.Option(None, "--rewrite-with",
                                                help="a generator preset that rewrites planted messages (labels kept)"),
     engine: str = typer.Option("auto", help="engine for --rewrite-with"),
-    benchmark: str = typer.Option("asb", help=BENCHMARK_HELP),
+    benchmark: str = typer.Option(DEFAULT_BENCHMARK, help=BENCHMARK_HELP),
 ) -> None:
     """Gold items labelled by construction from scenarios' private items."""
     from collections import Counter
@@ -147,7 +149,7 @@ def gold_reference(
     work: Optional[Path] = typer.Option(None, help="eval directory for the judge's answers (default: <out>.eval)"),
     engine: str = typer.Option("auto"),
     base_url: Optional[str] = typer.Option(None, "--base-url"),
-    benchmark: str = typer.Option("asb", help=BENCHMARK_HELP),
+    benchmark: str = typer.Option(DEFAULT_BENCHMARK, help=BENCHMARK_HELP),
 ) -> None:
     """Label items with a reference judge and save its labels as a (pseudo-)gold set."""
     from localbench.benchmarks import get_benchmark
@@ -198,7 +200,7 @@ def eval_(
     engine: str = typer.Option("auto", help="auto | hf | vllm | openai"),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="openai engine: the server's /v1 URL"),
     report: bool = typer.Option(True, help="write the report when done"),
-    benchmark: str = typer.Option("asb", help=BENCHMARK_HELP),
+    benchmark: str = typer.Option(DEFAULT_BENCHMARK, help=BENCHMARK_HELP),
 ) -> None:
     """Run judges over a gold set with the benchmark's rubric and schema."""
     from localbench.benchmarks import get_benchmark
@@ -261,7 +263,7 @@ def plant_run_cmd(
     models: str = typer.Option("planted-low:0.3,planted-high:0.7",
                                help="comma-separated NAME:SHARE, SHARE = chance an item is planted as a leak"),
     seed: int = typer.Option(0),
-    benchmark: str = typer.Option("asb", help=BENCHMARK_HELP),
+    benchmark: str = typer.Option(DEFAULT_BENCHMARK, help=BENCHMARK_HELP),
 ) -> None:
     """A synthetic run with known leak rates, to check a judge and the pipeline end to end."""
     from localbench.benchmarks import get_benchmark

@@ -8,30 +8,24 @@ import typer
 
 from localbench.commands import spec_flags as F
 
-# The embedded default: asb-mini at L0 and L2, SmolLM2-135M as agent and judge, sized to finish in
-# about ten minutes on a 2-core CPU. Any flag or a spec file replaces it (see README, "Run more").
-EMBEDDED_DEFAULT = {"scenarios": "builtin", "levels": ["L0", "L2"], "limit": 1,
-                    "max_rounds": {"CD": 4, "MC": 4, "CU": 4, "GC": 3, "HS": 3, "CM": 3, "AM": 3}}
-
-
 def register(app: typer.Typer) -> None:
     @app.command("run")
-    def run(spec_file: F.SpecFile = None, scenarios: F.Scenarios = None, categories: F.Categories = None,
-            levels: F.Levels = None, agent: F.Agent = None, user_sim: F.UserSim = None, judge: F.Judge = None,
-            engine: F.Engine = None, base_url: F.BaseUrl = None, limit: F.Limit = None, seeds: F.Seeds = None,
-            seed: F.Seed = None, max_rounds: F.MaxRounds = None, max_tokens: F.MaxTokens = None, out: F.Out = None,
-            run_id: F.RunId = None, no_cache: F.NoCache = False, concurrency: F.Concurrency = None,
-            progress: F.ShowProgress = None) -> None:
+    def run(spec_file: F.SpecFile = None, benchmark: F.Benchmark = None, scenarios: F.Scenarios = None,
+            categories: F.Categories = None, levels: F.Levels = None, agent: F.Agent = None, judge: F.Judge = None,
+            model: F.Model = None, engine: F.Engine = None, base_url: F.BaseUrl = None, limit: F.Limit = None,
+            seeds: F.Seeds = None, seed: F.Seed = None, max_rounds: F.MaxRounds = None,
+            max_tokens: F.MaxTokens = None, out: F.Out = None, run_id: F.RunId = None, no_cache: F.NoCache = False,
+            concurrency: F.Concurrency = None, progress: F.ShowProgress = None) -> None:
         """Run a benchmark end to end. With no arguments: the embedded default on CPU (about 10 minutes).
 
-        Without --spec, flags change the embedded default one field at a time; with --spec the file
-        (on top of RunSpec's own defaults: every scenario, the paper's round limits) is the start.
+        Without --spec, flags change the benchmark's embedded default one field at a time; with
+        --spec the file (on top of RunSpec's own defaults: every scenario, the benchmark's round
+        limits) is the start.
         """
         given = {k: v for k, v in locals().items() if k not in ("spec_file", "concurrency", "progress")}
         from localbench.pipeline import run_all
 
-        spec = F.spec_from_flags(spec_file, **given, defaults=EMBEDDED_DEFAULT,
-                                 **{"serving.max_concurrency": concurrency})
+        spec = F.spec_from_flags(spec_file, **given, embedded=True, **{"serving.max_concurrency": concurrency})
         report = run_all(spec, progress)
         typer.echo(f"run directory: {spec.run_dir}")
         typer.echo(f"report: {report}")
@@ -46,7 +40,7 @@ def register(app: typer.Typer) -> None:
         spec = spec_of(run_dir)
         upd = spec.model_dump()
         if judge_model:
-            upd["models"]["judge"] = judge_model
+            upd["models"][spec.design.judge_role] = judge_model
         if base_url:
             upd["serving"]["judge_base_url"] = base_url
         if engine:

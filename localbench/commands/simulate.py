@@ -6,32 +6,28 @@ simulations are skipped and finished model calls come back from the run's respon
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
-
 import typer
 
 from localbench.commands import spec_flags as F
 
-Benchmark = Annotated[Optional[str], typer.Option("--benchmark", help="benchmark (asb)")]
-
-
 def register(app: typer.Typer) -> None:
     @app.command("simulate")
-    def simulate(spec_file: F.SpecFile = None, benchmark: Benchmark = None, scenarios: F.Scenarios = None,
+    def simulate(spec_file: F.SpecFile = None, benchmark: F.Benchmark = None, scenarios: F.Scenarios = None,
                  categories: F.Categories = None, levels: F.Levels = None, agent: F.Agent = None,
-                 user_sim: F.UserSim = None, engine: F.Engine = None, base_url: F.BaseUrl = None,
+                 model: F.Model = None, engine: F.Engine = None, base_url: F.BaseUrl = None,
                  limit: F.Limit = None, seeds: F.Seeds = None, seed: F.Seed = None, max_rounds: F.MaxRounds = None,
                  max_tokens: F.MaxTokens = None, concurrency: F.Concurrency = None, out: F.Out = None,
                  run_id: F.RunId = None, no_cache: F.NoCache = False, progress: F.ShowProgress = None) -> None:
         """Simulate every (scenario × level × seed) and append each finished one to transcripts.jsonl."""
         from localbench.benchmarks import get_benchmark
+        from localbench.runtime.harness import simulate as run_simulations
 
         spec = F.spec_from_flags(
-            spec_file, scenarios=scenarios, categories=categories, levels=levels, agent=agent, user_sim=user_sim,
+            spec_file, scenarios=scenarios, categories=categories, levels=levels, agent=agent, model=model,
             engine=engine, base_url=base_url, limit=limit, seeds=seeds, seed=seed, max_rounds=max_rounds,
             max_tokens=max_tokens, out=out, run_id=run_id, no_cache=no_cache, benchmark=benchmark,
             **{"serving.max_concurrency": concurrency})
-        summary = get_benchmark(spec.benchmark).simulate(spec, progress=progress)
+        summary = run_simulations(spec, get_benchmark(spec.benchmark).simulator(), progress=progress)
         typer.echo(summary.line())
         if summary.transcripts.exists():  # none yet when the engine failed before any simulation ended
             typer.echo(f"transcripts: {summary.transcripts}")

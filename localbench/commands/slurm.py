@@ -25,14 +25,14 @@ def submit_cmd(
     """Submit a job array over the spec's shards and a dependent job that merges and scores them."""
     from localbench.slurm.plan import make_plan
     from localbench.slurm.render import render_array, render_merge
-    from localbench.slurm.submit import available_commands, submit
+    from localbench.slurm.submit import submit
     from localbench.spec import load_spec
 
     spec = load_spec(spec_file)
     plan = make_plan(spec, str(spec_file), workdir=workdir, num_shards=num_shards)
     if dry_run:
         lay = plan.layout
-        for job in (render_array(plan), render_merge(plan, available_commands())):
+        for job in (render_array(plan), render_merge(plan)):
             typer.echo(f"# ---- {lay.script(job.name, 1)}")
             typer.echo(job.script)
         typer.echo(f"# sbatch --parsable {lay.script('array', 1)}")

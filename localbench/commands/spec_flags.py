@@ -1,7 +1,8 @@
-"""Command-line flags that set RunSpec fields, shared by `simulate`, `run` and `slurm submit`.
+"""Command-line flags that set RunSpec fields, shared by `simulate` and `run`.
 
 Each alias is an ``Annotated`` typer option; ``spec_from_flags`` turns the collected values into a
-RunSpec on top of an optional YAML file (flags win, unset flags leave the file's value).
+RunSpec on top of an optional YAML file (flags win, unset flags leave the file's value). What a
+flag means for a benchmark (its levels, categories, roles) comes from the benchmark's design.
 """
 
 from __future__ import annotations
@@ -13,11 +14,15 @@ import typer
 
 SpecFile = Annotated[Optional[Path], typer.Option("--spec", help="RunSpec YAML; flags override its fields")]
 Scenarios = Annotated[Optional[str], typer.Option("--scenarios", help="builtin | DIR | hf:NAME")]
-Categories = Annotated[Optional[str], typer.Option("--categories", help="comma list, e.g. CD,MC (default all)")]
-Levels = Annotated[Optional[str], typer.Option("--levels", help="privacy levels: L0,L1,L2 or implicit, enhanced, zdd")]
-Agent = Annotated[Optional[str], typer.Option("--agent", help="model preset that plays the agents")]
-UserSim = Annotated[Optional[str], typer.Option("--user-sim", help="model preset for simulated people")]
+Categories = Annotated[Optional[str], typer.Option("--categories", help="comma list of the benchmark's categories (default all)")]
+Benchmark = Annotated[Optional[str], typer.Option("--benchmark", help="the benchmark to run (default asb)")]
+Levels = Annotated[Optional[str], typer.Option(
+    "--levels", help="comma list of the benchmark's levels: values of its condition axis, e.g. privacy levels "
+                     "(default: the benchmark's; `localbench data design` lists them)")]
+Agent = Annotated[Optional[str], typer.Option("--agent", help="model preset under test (the benchmark's first role)")]
 Judge = Annotated[Optional[str], typer.Option("--judge", help="model preset that judges (default: the agent's)")]
+Model = Annotated[Optional[list[str]], typer.Option(
+    "--model", help="ROLE=PRESET: the preset that plays one of the benchmark's roles (repeatable)")]
 Engine = Annotated[Optional[str], typer.Option("--engine", help="auto | hf | vllm | openai")]
 BaseUrl = Annotated[Optional[str], typer.Option("--base-url", help="openai engine: server URL (…/v1)")]
 Limit = Annotated[Optional[int], typer.Option("--limit", help="scenarios per category")]
@@ -41,28 +46,50 @@ ShowProgress = Annotated[Optional[bool], typer.Option("--progress/--no-progress"
                                                       help="progress on stderr (default: when it is a terminal)")]
 
 
-def spec_from_flags(spec_file: Optional[Path], *, scenarios=None, categories=None, levels=None, agent=None,
-                    user_sim=None, judge=None, engine=None, base_url=None, limit=None, seeds=None, seed=None,
-                    max_rounds=None, max_tokens=None, out=None, run_id=None, no_cache=False,
-                    defaults: dict[str, Any] | None = None, **more: Any):
-    """A RunSpec from an optional file plus flags; ``defaults`` apply only when neither sets a field.
+def _roles(spec_file: Optional[Path], benchmark: Optional[str], agent: Optional[str], judge: Optional[str],
+           model: Optional[list[str]]) -> dict[str, Any]:
+    """``models.<role>`` overrides: --agent is the design's first role, --judge its judge role."""
+    from localbench.design import DEFAULT_BENCHMARK, design_of
+    from localbench.errors import UserError
+    from localbench.spec import load_spec
 
-    ``max_rounds`` (one number) becomes a limit for each category of the spec's benchmark.
+    if not (agent or judge or model):
+        return {}
+    name = benchmark or (load_spec(spec_file).benchmark if spec_file is not None else DEFAULT_BENCHMARK)
+    d = design_of(name)
+    out: dict[str, Any] = {f"models.{d.primary_role}": agent, f"models.{d.judge_role}": judge}
+    for item in model or []:
+        role, sep, preset = item.partition("=")
+        if not sep or not role.strip() or not preset.strip():
+            raise UserError(f"--model {item!r}: expected ROLE=PRESET (roles of {d.title}: {', '.join(d.role_names)})")
+        out[f"models.{role.strip()}"] = preset.strip()
+    return out
+
+
+def spec_from_flags(spec_file: Optional[Path], *, benchmark=None, scenarios=None, categories=None, levels=None,
+                    agent=None, judge=None, model=None, engine=None, base_url=None, limit=None, seeds=None,
+                    seed=None, max_rounds=None, max_tokens=None, out=None, run_id=None, no_cache=False,
+                    embedded: bool = False, **more: Any):
+    """A RunSpec from an optional file plus flags.
+
+    ``embedded``: without a file, the benchmark's embedded default (its design's) fills every field
+    no flag sets. ``max_rounds`` (one number) becomes a limit for each category of the spec's
+    benchmark.
     """
-    from localbench.benchmarks import get_benchmark
+    from localbench.design import DEFAULT_BENCHMARK, design_of
     from localbench.spec import load_spec
 
     flags = dict(
-        scenarios=scenarios, categories=csv(categories), levels=csv(levels), limit=limit, seeds=seeds, seed=seed,
-        max_tokens=max_tokens, out=out, run_id=run_id, no_cache=True if no_cache else None,
-        **{"models.agent": agent, "models.user_sim": user_sim, "models.judge": judge,
-           "serving.engine": engine, "serving.base_url": base_url}, **more)
-    if defaults and spec_file is None:
-        for k, v in defaults.items():
+        benchmark=benchmark, scenarios=scenarios, categories=csv(categories), levels=csv(levels), limit=limit,
+        seeds=seeds, seed=seed, max_tokens=max_tokens, out=out, run_id=run_id, no_cache=True if no_cache else None,
+        **{"serving.engine": engine, "serving.base_url": base_url},
+        **_roles(spec_file, benchmark, agent, judge, model), **more)
+    if embedded and spec_file is None:
+        for k, v in design_of(benchmark or DEFAULT_BENCHMARK).embedded_default.items():
             if flags.get(k) is None:
                 flags[k] = v
     spec = load_spec(spec_file, **flags)
     if max_rounds is None:
         return spec
-    flags["max_rounds"] = {c: max_rounds for c in get_benchmark(spec.benchmark).categories}
+    flags["max_rounds"] = {c: max_rounds for c in spec.design.categories}
     return load_spec(spec_file, **flags)

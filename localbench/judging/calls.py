@@ -14,7 +14,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-from localbench.judging.templates import rubric_hash
+from localbench.judging.rubrics import rubric_hash
 
 Fits = Callable[[list[dict[str, str]]], bool]
 
@@ -47,7 +47,7 @@ class ItemJudge(Protocol):
     """
 
     rubric: str
-    metrics: str  # the benchmark metrics its labels feed, in words (for verdicts): "CDLR, MLR and CULR"
+    metrics: str  # the benchmark metrics its labels feed, in words (for verdicts)
 
     def items_call(self, owner_name: str, items: list[tuple[str, str]], transcript: str,
                    target: str = "all") -> JudgeCall: ...

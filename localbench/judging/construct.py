@@ -37,7 +37,7 @@ from typing import Any, Iterable
 import yaml
 
 from localbench.judging.gold import GoldItem, GoldMessage, GoldPrivateItem, Provenance
-from localbench.judging.templates import judges_dir
+from localbench.judging.rubrics import judges_dir
 from localbench.serving.seeds import derive_seed
 
 TEMPLATES = "gold/construction.yaml"
@@ -349,7 +349,7 @@ async def rewrite(items: list[GoldItem], client, seed: int = 0, max_tokens: int 
     The original text stays in ``meta["original"]`` so a reviewer can check the rewrite kept the
     facts; ``source.generator`` names the preset.
     """
-    from localbench.judging.templates import render
+    from localbench.judging.rubrics import render
     from localbench.serving.output import OutputSpec
     from localbench.serving.types import GenerationRequest
 

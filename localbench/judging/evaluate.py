@@ -22,11 +22,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from localbench.design import DEFAULT_BENCHMARK
+from localbench.files import write_atomic
 from localbench.judging.calls import ItemJudge, JudgeCall, render_lines, schema_hash
 from localbench.judging.construct import templates, templates_hash
 from localbench.judging.gold import GoldItem, GoldMessage, gold_hash, read_gold, write_gold
-from localbench.judging.runner import JudgeRunSummary, JudgeTask, run_judge_tasks
-from localbench.runtime.records import JsonlStore
+from localbench.judging.runner import JudgeRunSummary, JudgeTask, answer_record, run_judge_tasks
+from localbench.records import JsonlStore
 from localbench.serving.client import StructuredClient
 from localbench.serving.output import OutputSpec
 from localbench.serving.seeds import derive_seed
@@ -61,7 +63,7 @@ class EvalConfig:
     gold: str = ""
     gold_hash: str = ""
     templates_hash: str = ""
-    benchmark: str = "asb"  # whose item judge is asked (the plug-in's name)
+    benchmark: str = DEFAULT_BENCHMARK  # whose item judge is asked (the plug-in's name)
     rubric: str = ""  # the item judge's rubric, recorded by prepare()
     rubric_hash: str = ""
     prompt_hash: str = ""  # the judge's whole prompt and schema for a fixed probe item (see probe_hash)
@@ -154,32 +156,23 @@ async def evaluate_judge(judge: str, client: StructuredClient, items: list[GoldI
     planned = {task_key(judge, it.id, v, k) for it in items for v, k in planned_runs(config)}
     before = len(planned & store.keys())
     tasks = eval_tasks(judge, items, config, store, item_judge)
-    summary = await run_judge_tasks(client, tasks, store, show_progress=show_progress)
+    summary = await run_judge_tasks(client, tasks, store, show_progress=show_progress, record_of=answer_record)
     summary.total, summary.skipped = len(planned), summary.skipped + before
     return summary
 
 
-def _spec_for(judge: str, config: EvalConfig):
-    from localbench.spec import EngineOptions, Models, RunSpec
-
-    return RunSpec(models=Models(agent=judge, judge=judge),
-                   serving=EngineOptions(engine=config.engine, base_url=config.base_url),  # type: ignore[arg-type]
-                   judge_max_tokens=config.max_tokens)
-
-
 def open_judge(judge: str, config: EvalConfig, out: Path) -> StructuredClient:
     """A client for one judge preset, with the eval's own response cache (<out>/cache.sqlite)."""
-    from localbench.serving.session import open_client
+    from localbench.serving.session import open_cache, open_client
+    from localbench.spec import EngineOptions
 
-    spec = _spec_for(judge, config)
-    return open_client(spec, "judge", out)
+    serving = EngineOptions(engine=config.engine, base_url=config.base_url)  # type: ignore[arg-type]
+    return open_client(judge, serving, config.base_url, open_cache(None, out), role="judge")
 
 
 def write_config(out: Path, config: EvalConfig) -> None:
     """<out>/eval.json, replaced atomically."""
-    tmp = out / (CONFIG_FILE + ".tmp")
-    tmp.write_text(json.dumps(asdict(config), indent=2, default=str))
-    tmp.replace(out / CONFIG_FILE)
+    write_atomic(out / CONFIG_FILE, json.dumps(asdict(config), indent=2, default=str))
 
 
 def record_judge_model(out: Path, config: EvalConfig, judge: str, client: StructuredClient) -> None:
@@ -227,13 +220,13 @@ def prepare(gold: str | Path, out: str | Path, config: EvalConfig, item_judge: I
     outp.mkdir(parents=True, exist_ok=True)
     config.gold, config.gold_hash = str(gold), gold_hash(gold)
     config.templates_hash = templates_hash()
-    from localbench.judging.templates import rubric_hash
+    from localbench.judging.rubrics import rubric_hash
 
     config.rubric, config.judge_metrics = item_judge.rubric, item_judge.metrics
     config.rubric_hash = rubric_hash(config.rubric)
     config.prompt_hash = probe_hash(item_judge)
     if rubric_files:
-        from localbench.judging.templates import judges_dir
+        from localbench.judging.rubrics import judges_dir
         from localbench.rundir import file_hashes
 
         config.rubric_files = file_hashes(list(rubric_files), judges_dir())
@@ -245,7 +238,7 @@ def prepare(gold: str | Path, out: str | Path, config: EvalConfig, item_judge: I
         if old.get("gold_hash") != config.gold_hash:
             raise UserError(f"{out}: this eval directory holds results for another gold set "
                             f"({old.get('gold')}); use a new --out")
-        if old.get("benchmark", "asb") != config.benchmark:
+        if old.get("benchmark", DEFAULT_BENCHMARK) != config.benchmark:  # evals before the field: the default's
             raise UserError(f"{out}: this eval directory holds answers to the '{old.get('benchmark', 'asb')}' "
                             f"benchmark's judge, not '{config.benchmark}'; use a new --out")
         new = asdict(config)

@@ -14,7 +14,6 @@ joins them into a gold set by a stated rule and reports how far the annotators a
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from localbench.errors import UserError
+from localbench.files import write_lines_atomic
 
 Level = Literal["none", "partial", "full"]
 LEVELS: tuple[str, ...] = ("none", "partial", "full")
@@ -153,16 +153,8 @@ def read_gold(path: str | Path) -> list[GoldItem]:
 
 def write_gold(path: str | Path, items: Sequence[GoldItem]) -> Path:
     """Write a gold set atomically (temp file, fsync, rename): a crash never leaves half a file."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(p.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for it in items:
-            f.write(json.dumps(it.model_dump(mode="json", exclude_defaults=False), ensure_ascii=False) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    tmp.replace(p)
-    return p
+    return write_lines_atomic(path, (json.dumps(it.model_dump(mode="json", exclude_defaults=False), ensure_ascii=False)
+                                     for it in items))
 
 
 def read_labels(path: str | Path) -> list[LabelRecord]:

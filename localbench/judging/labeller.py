@@ -22,7 +22,7 @@ from typing import IO, Callable, Iterator
 
 from localbench.judging.calls import render_lines
 from localbench.judging.gold import GoldItem, LabelRecord, read_gold
-from localbench.runtime.records import JsonlStore
+from localbench.records import JsonlStore
 
 KEYS = {"n": "none", "p": "partial", "f": "full"}
 PROMPT = "[n]one  [p]artial  [f]ull  [s]kip  [q]uit > "

@@ -17,13 +17,18 @@ from __future__ import annotations
 import asyncio
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from localbench.judging.calls import too_long
-from localbench.runtime.records import JsonlStore
+from localbench.records import Judgment
 from localbench.runtime.scheduler import Progress
 from localbench.serving.client import StructuredClient
 from localbench.serving.types import GenerationRequest, PromptTooLongError
+
+
+JUDGE_TEMPERATURE = 0.0
+"""Judges decode greedily: the temperature every judge request is made with and every judge
+stage records in its provenance."""
 
 
 @dataclass
@@ -31,7 +36,7 @@ class JudgeTask:
     key: str
     request: GenerationRequest
     decode: Callable[[Any], dict[str, Any]]  # parsed answer -> label in benchmark terms
-    meta: dict[str, Any] = field(default_factory=dict)  # recorded as-is (target, rubric hash, ...)
+    meta: dict[str, Any] = field(default_factory=dict)  # Judgment fields (target, rubric hash, ...); others go to its payload
 
 
 class JudgmentNotRecorded(RuntimeError):
@@ -58,9 +63,36 @@ class JudgeRunSummary:
     too_long: int = 0  # of the failed: prompts that did not fit the judge's context (never sent)
 
 
-async def run_judge_tasks(client: StructuredClient, tasks: list[JudgeTask], store: JsonlStore,
-                          max_concurrency: int = 64, show_progress: bool | None = None) -> JudgeRunSummary:
-    """Run every task whose key is not in ``store``; append one record per task as it finishes."""
+def judgment(task: JudgeTask, **answer: Any) -> Judgment:
+    """A run's record of one task: its meta as Judgment fields (the rest in the payload) and the answer."""
+    fields = set(Judgment.model_fields)
+    known = {k: v for k, v in task.meta.items() if k in fields}
+    extra = {k: v for k, v in task.meta.items() if k not in fields}
+    return Judgment(key=task.key, **known, **answer, payload=extra)
+
+
+def answer_record(task: JudgeTask, **answer: Any) -> dict[str, Any]:
+    """A gold eval's record of one task: its meta and the answer, as one JSON object."""
+    return {"key": task.key, **task.meta, **answer}
+
+
+class Store(Protocol):
+    def __contains__(self, key: str) -> bool: ...
+
+    def append(self, record: Any) -> bool: ...
+
+    @property
+    def path(self) -> Any: ...
+
+
+async def run_judge_tasks(client: StructuredClient, tasks: list[JudgeTask], store: Store,
+                          max_concurrency: int = 64, show_progress: bool | None = None,
+                          record_of: Callable[..., Any] = judgment) -> JudgeRunSummary:
+    """Run every task whose key is not in ``store``; append one record per task as it finishes.
+
+    ``record_of(task, judge_model=, label=, failure=, text=, call=)`` makes what is stored: a run's
+    typed ``Judgment`` by default (RecordStore), a gold eval's ``answer_record`` (its JsonlStore).
+    """
     summary = JudgeRunSummary(total=len(tasks))
     check_unique_keys(tasks)
     todo = [t for t in tasks if t.key not in store]
@@ -71,8 +103,8 @@ async def run_judge_tasks(client: StructuredClient, tasks: list[JudgeTask], stor
 
     def record(task: JudgeTask, label: dict[str, Any] | None, failure: str | None, text: str | None,
                call: dict[str, Any] | None) -> None:
-        if not store.append({"key": task.key, **task.meta, "judge_model": client.model_name, "label": label,
-                             "failure": failure, "text": text, "call": call}):
+        if not store.append(record_of(task, judge_model=client.model_name, label=label, failure=failure, text=text,
+                                      call=call)):
             raise JudgmentNotRecorded(
                 f"{store.path}: key '{task.key}' was written by someone else while this task ran, so its "
                 "answer was not recorded (is another process judging into the same file?)")

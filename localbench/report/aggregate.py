@@ -1,10 +1,10 @@
 """Estimates the report shows that scores.json does not hold directly: leakage pooled over
-several categories (dyadic, multi-party, all), as in the paper's defense-ladder table.
+several categories (e.g. a benchmark's dyadic ones, or all of them).
 
-A category's headline metric is turned into a leak rate (ACS, a compliance score, becomes
-1 − ACS), averaged over seeds per scenario, and bootstrapped over scenarios with the run's own
-bootstrap settings. Without scenario_scores.jsonl the pooled value is the n-weighted mean of the
-category means, with no CI.
+A category's headline metric (the design's) is turned into a leak rate (a higher-is-better
+compliance score x becomes 1 − x), averaged over seeds per scenario, and bootstrapped over
+scenarios with the run's own bootstrap settings. Without scenario_scores.jsonl the pooled value is
+the n-weighted mean of the category means, with no CI.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from localbench.report.data import RunData, ScenarioScore
-from localbench.report.metrics import HEADLINE, higher_is_better
+from localbench.records import ScenarioScore
+from localbench.report.data import RunData
 from localbench.scores import ScoreRow
 from localbench.stats import bootstrap_ci
 
@@ -60,8 +60,8 @@ def bootstrap_settings(run: RunData) -> dict:
             "seed": int(b.get("seed", 0))}
 
 
-def _as_leak(metric: str, value: float) -> float:
-    return 1.0 - value if higher_is_better(metric) else value
+def _as_leak(run: RunData, metric: str, value: float) -> float:
+    return 1.0 - value if run.design.higher_is_better(metric) else value
 
 
 Pick = Callable[[ScenarioScore], "tuple[float | None, bool] | None"]
@@ -103,26 +103,29 @@ def pooled_leak(run: RunData, model: str, level: str, categories: Iterable[str],
                 part: Literal["", "_full", "_partial"] = "") -> Estimate:
     """Leak rate over the given categories' scenarios (headline metric of each, as a leak rate).
 
-    ``part`` selects the full or partial share; categories without that split (AM) are left out.
+    ``part`` selects the full or partial share; categories whose headline is a higher-is-better
+    score (which has no such split) are left out of a part.
     """
-    cats = [c for c in categories if c in HEADLINE and not (part and higher_is_better(HEADLINE[c]))]
+    headline, hib = run.design.headline, run.design.higher_is_better
+    cats = [c for c in categories if c in headline and not (part and hib(headline[c]))]
     if run.scenarios is None:
         return _pooled_from_rows(run, model, level, cats, judge, part)
 
     def pick(s: ScenarioScore):
         if s.category not in cats:
             return None
-        metric = HEADLINE[s.category] + part
+        metric = headline[s.category] + part
         v = s.metrics.get(metric)
-        return (None if v is None else _as_leak(metric, v)), metric in s.failed
+        return (None if v is None else _as_leak(run, metric, v)), metric in s.failed
 
     return _pool(run, model, level, judge, pick)
 
 
 def pooled_metric(run: RunData, metric: str, model: str, level: str, judge: str | None = None) -> Estimate:
     """One metric over every category's scenarios, for metrics scores.json does not pool (e.g. B:*)."""
+    hib = run.design.higher_is_better(metric)
     if run.scenarios is None:
-        return Estimate(None, higher_is_better=higher_is_better(metric))
+        return Estimate(None, higher_is_better=hib)
 
     def pick(s: ScenarioScore):
         if metric not in s.metrics and metric not in s.failed:
@@ -130,19 +133,19 @@ def pooled_metric(run: RunData, metric: str, model: str, level: str, judge: str 
         return s.metrics.get(metric), metric in s.failed
 
     e = _pool(run, model, level, judge, pick)
-    return Estimate(e.mean, e.low, e.high, e.n, e.n_failed, higher_is_better(metric), e.n_failed_sims)
+    return Estimate(e.mean, e.low, e.high, e.n, e.n_failed, hib, e.n_failed_sims)
 
 
 def _pooled_from_rows(run: RunData, model: str, level: str, cats: list[str], judge: str | None,
                       part: str = "") -> Estimate:
     total, n, n_failed, n_sims = 0.0, 0, 0, 0
     for c in cats:
-        r = run.row(HEADLINE[c] + part, model, level, c, judge)
+        r = run.row(run.design.headline[c] + part, model, level, c, judge)
         if r is None:
             continue
         n_failed += r.n_failed
         n_sims += r.n_failed_sims
         if r.mean is not None and r.n > 0:
-            total += _as_leak(r.metric, r.mean) * r.n
+            total += _as_leak(run, r.metric, r.mean) * r.n
             n += r.n
     return Estimate(total / n if n else None, n=n, n_failed=n_failed, n_failed_sims=n_sims)

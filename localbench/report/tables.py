@@ -1,10 +1,10 @@
-"""The paper's tables from a run: built once as a Table, rendered as Markdown, LaTeX, CSV and HTML.
+"""Tables of a run: built once as a Table, rendered as Markdown, LaTeX, CSV and HTML.
 
-- Table 2 (`main_table`): models × headline metrics at one level, "mean ± half-width" (or
-  "mean [low, high]"), best value per column in bold, "—" for missing, † where scenarios failed.
-- Table 3 (`ladder_table`): levels × (dyadic leak, multi-party leak, IAS, TCQ, Task%) per model,
-  with a Δ row from the first to the last level.
-- Behaviour rates per model and level, and the paired comparisons.
+The machinery every benchmark's report uses (cells "mean ± half-width" or "mean [low, high]",
+best value per column in bold, "—" for missing, † where scenarios failed), the helpers its table
+builders share (row keys, headers, CI notes, a column for a catalogue metric), and the tables
+every report has: the headline table (models × each category's headline metric, from the design)
+and the paired comparisons. A benchmark's own tables are built in its plug-in with these.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Union
 
-from localbench.report.aggregate import Estimate, bootstrap_settings, pooled_leak, pooled_metric
+from localbench.design import ALL
+from localbench.report.aggregate import Estimate, bootstrap_settings
 from localbench.report.data import RunData
-from localbench.report.metrics import CATEGORIES, DYADIC, HEADLINE, MULTI_PARTY, UTILITY, decimals, higher_is_better
 
 CellFormat = Literal["pm", "ci"]
 Cell = Union[Estimate, str, None]
@@ -35,11 +35,7 @@ class Column:
     metric: str = ""  # decides precision and direction; "" for a text column
     higher_is_better: bool | None = None  # None: no direction (no arrow, no bold)
     signed: bool = False  # differences: always print the sign
-    digits: int | None = None
-
-    @property
-    def ndigits(self) -> int:
-        return self.digits if self.digits is not None else decimals(self.metric)
+    digits: int = 2
 
     @property
     def arrow(self) -> str:
@@ -77,7 +73,7 @@ class Table:
         for i, r in enumerate(self.rows):
             c = r.cells[j]
             if r.kind == "data" and isinstance(c, Estimate) and c.mean is not None:
-                vals[i] = round(c.mean, col.ndigits)  # compare what the reader sees
+                vals[i] = round(c.mean, col.digits)  # compare what the reader sees
         if len(vals) < 2:
             return set()
         best = max(vals.values()) if col.higher_is_better else min(vals.values())
@@ -90,7 +86,7 @@ class Table:
             return cell
         if cell.mean is None:
             return MISSING
-        d = col.ndigits
+        d = col.digits
         sign = "+" if (col.signed or delta) else ""
         text = f"{cell.mean:{sign}.{d}f}"
         if delta or not cell.has_ci:
@@ -250,11 +246,12 @@ def latex_escape(text: str) -> str:
 # ------------------------------------------------------------------------------------------
 
 
-def _safe(name: str) -> str:
+def safe_name(name: str) -> str:
+    """A string usable in a file name (a level in a table's file stem)."""
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
 
 
-def _agents(run: RunData) -> list[tuple[str, str | None]]:
+def agents(run: RunData) -> list[tuple[str, str | None]]:
     """(model, judge) row keys; the judge is None (any) when the run has a single judge."""
     judges = run.judges()
     if len(judges) <= 1:
@@ -263,172 +260,61 @@ def _agents(run: RunData) -> list[tuple[str, str | None]]:
     return list(pairs)
 
 
-def _label_headers(run: RunData, *extra: str) -> list[str]:
+def label_headers(run: RunData, *extra: str) -> list[str]:
     return ["Model"] + (["Judge"] if len(run.judges()) > 1 else []) + list(extra)
 
 
-def _labels(model: str, judge: str | None) -> list[str]:
+def labels(model: str, judge: str | None) -> list[str]:
     return [model] + ([judge] if judge is not None else [])
 
 
-def _ci_note(run: RunData, fmt: CellFormat) -> str:
+def ci_note(run: RunData, fmt: CellFormat) -> str:
     b = bootstrap_settings(run)
     shape = "mean ± half-width" if fmt == "pm" else "mean [low, high]"
     return (f"Cells: {shape} of the {b['confidence']:.0%} percentile bootstrap CI over scenarios "
             f"({b['n_resamples']} resamples); {MISSING} = no data.")
 
 
-def _has(run: RunData, metric: str, category: str) -> bool:
+def has_row(run: RunData, metric: str, category: str) -> bool:
     return any(r.metric == metric and r.category == category and r.group == "" for r in run.scores.rows)
 
 
-def main_table(run: RunData, level: str, fmt: CellFormat = "pm") -> Table:
-    """Table 2: one row per model, the headline leakage metric of each category plus IAS, TCQ, Task%."""
+def metric_column(run: RunData, metric: str, header: str | None = None, direction: bool = True) -> Column:
+    """A column for a catalogue metric: its direction (arrow, bold best) and precision."""
+    info = run.design.metric(metric)
+    return Column(header or metric, metric, info.higher_is_better if direction else None, digits=info.decimals)
+
+
+def _words(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def headline_table(run: RunData, level: str, fmt: CellFormat = "pm", pooled: tuple[str, ...] = (),
+                   name: str | None = None) -> Table:
+    """One row per model: each category's headline metric (the design's), then the ``pooled``
+    metrics over every category, at one level."""
+    d = run.design
     cols: list[tuple[Column, str]] = []
-    for c in CATEGORIES:
-        m = HEADLINE[c]
-        if _has(run, m, c):
-            cols.append((Column(m, m, higher_is_better(m)), c))
-    for m in UTILITY:
-        if _has(run, m, "ALL"):
-            cols.append((Column(m, m, higher_is_better(m)), "ALL"))
-    t = Table(name=f"table2_main_{_safe(level)}", title=f"Headline metrics by model at level {level}",
-              label_headers=_label_headers(run), columns=[c for c, _ in cols], fmt=fmt, bold_best=True)
-    for model, judge in _agents(run):
+    for c in d.categories:
+        m = d.headline.get(c)
+        if m and has_row(run, m, c):
+            cols.append((metric_column(run, m), c))
+    shown = [m for m in pooled if has_row(run, m, ALL)]
+    cols += [(metric_column(run, m), ALL) for m in shown]
+    t = Table(name=name or f"headline_{safe_name(level)}", title=f"Headline metrics by model at level {level}",
+              label_headers=label_headers(run), columns=[c for c, _ in cols], fmt=fmt, bold_best=True)
+    for model, judge in agents(run):
         cells: list[Cell] = [Estimate.from_row(run.row(col.metric, model, level, cat, judge), bool(col.higher_is_better))
                              for col, cat in cols]
-        t.rows.append(Row(_labels(model, judge), cells))
-    t.notes.append(_ci_note(run, fmt))
-    t.notes.append("↓ lower is better, ↑ higher is better; the best value of each column is in bold. "
-                   + ", ".join(f"{HEADLINE[c]} = {c}" for c in CATEGORIES if any(col.metric == HEADLINE[c] for col, _ in cols))
-                   + "; IAS, TCQ and Task% are pooled over all categories.")
-    absent = [HEADLINE[c] for c in CATEGORIES if not _has(run, HEADLINE[c], c)]
+        t.rows.append(Row(labels(model, judge), cells))
+    t.notes.append(ci_note(run, fmt))
+    keys = ", ".join(f"{d.headline[c]} = {c}" for c in d.categories
+                     if any(col.metric == d.headline.get(c) for col, _ in cols))
+    tail = f"; {_words(list(pooled))} are pooled over all categories." if pooled else "."
+    t.notes.append("↓ lower is better, ↑ higher is better; the best value of each column is in bold. " + keys + tail)
+    absent = [d.headline[c] for c in d.categories if c in d.headline and not has_row(run, d.headline[c], c)]
     if absent:
         t.notes.append(f"Not in this run: {', '.join(absent)}.")
-    return t
-
-
-def ladder_table(run: RunData, fmt: CellFormat = "pm") -> Table:
-    """Table 3: per model, one row per level (dyadic leak, multi-party leak, IAS, TCQ, Task%) and a Δ row."""
-    levels = run.levels()
-    cats = set(run.categories())
-    cols: list[Column] = []
-    groups: list[tuple[str, tuple[str, ...]]] = []
-    for header, group in (("Dyadic leak", DYADIC), ("Multi-party leak", MULTI_PARTY)):
-        if cats & set(group):
-            cols.append(Column(header, "leak", False))
-            groups.append((header, group))
-    util = [m for m in UTILITY if _has(run, m, "ALL")]
-    cols += [Column(m, m, higher_is_better(m)) for m in util]
-    t = Table(name="table3_ladder", title="Privacy ladder: leakage and utility by level",
-              label_headers=_label_headers(run, "Level"), columns=cols, fmt=fmt)
-    for model, judge in _agents(run):
-        if t.rows:
-            t.breaks.add(len(t.rows))
-        block: list[list[Estimate]] = []
-        for lv in levels:
-            cells = [pooled_leak(run, model, lv, g, judge) for _, g in groups]
-            cells += [Estimate.from_row(run.row(m, model, lv, "ALL", judge)) for m in util]
-            block.append(cells)
-            t.rows.append(Row(_labels(model, judge) + [lv], list(cells)))
-        if len(levels) >= 2:
-            first, last = block[0], block[-1]
-            delta: list[Cell] = [Estimate(b.mean - a.mean) if a.mean is not None and b.mean is not None else None
-                                 for a, b in zip(first, last)]
-            t.rows.append(Row(_labels(model, judge) + [f"Δ {levels[0]}→{levels[-1]}"], delta, kind="delta"))
-    t.notes.append(_ci_note(run, fmt))
-    t.notes.append("Dyadic leak pools CD, MC, CU; multi-party leak pools GC, HS, CM, AM (each by its headline "
-                   "metric: CM by CSLR, ACS counted as the violation rate 1 − ACS); each scenario counts once "
-                   "(its seeds averaged).")
-    if run.scenarios is None:
-        t.notes.append("scenario_scores.jsonl is absent: pooled leak is the n-weighted mean of the category means, without a CI.")
-    if len(levels) >= 2:
-        t.notes.append(f"Δ = {levels[-1]} − {levels[0]} (means).")
-    return t
-
-
-def split_table(run: RunData, fmt: CellFormat = "pm") -> Table | None:
-    """Full vs partial leaks per level, pooled over the categories that have the split (not AM).
-
-    A falling full rate with a rising partial share is the abstraction paradox: the defense turns
-    verbatim leaks into hints and paraphrases rather than removing them.
-    """
-    cats = [c for c in CATEGORIES if c != "AM" and _has(run, f"{HEADLINE[c]}_full", c)]
-    if not cats:
-        return None
-    cols = [Column("Full", "leak", False), Column("Partial", "leak", False),
-            Column("Partial share", "share", None)]
-    t = Table(name="table5_full_partial", title="Full and partial leakage by level (pooled: " + ", ".join(cats) + ")",
-              label_headers=_label_headers(run, "Level"), columns=cols, fmt=fmt)
-    for model, judge in _agents(run):
-        if t.rows:
-            t.breaks.add(len(t.rows))
-        for lv in run.levels():
-            full = pooled_leak(run, model, lv, cats, judge, part="_full")
-            part = pooled_leak(run, model, lv, cats, judge, part="_partial")
-            share: Cell = None
-            if full.mean is not None and part.mean is not None and full.mean + part.mean > 0:
-                share = Estimate(part.mean / (full.mean + part.mean))
-            t.rows.append(Row(_labels(model, judge) + [lv], [full, part, share]))
-    t.notes.append(_ci_note(run, fmt))
-    t.notes.append("Full: the private item itself was disclosed; partial: a recognisable hint or abstraction of it. "
-                   "Partial share = partial / (full + partial), from the means.")
-    return t
-
-
-SECONDARY = (("CULR_worst", "CU"), ("CER", "CM"))
-
-
-def secondary_table(run: RunData, fmt: CellFormat = "pm") -> Table | None:
-    """The leakage metrics that are not a category's headline: CU's worse-off user, CM's extraction."""
-    cols = [(Column(m, m, higher_is_better(m)), c) for m, c in SECONDARY if _has(run, m, c)]
-    if not cols:
-        return None
-    t = Table(name="table2b_secondary", title="Secondary leakage metrics by level",
-              label_headers=_label_headers(run, "Level"), columns=[c for c, _ in cols], fmt=fmt)
-    for model, judge in _agents(run):
-        for level in run.levels():
-            cells: list[Cell] = [Estimate.from_row(run.row(col.metric, model, level, cat, judge), False)
-                                 for col, cat in cols]
-            t.rows.append(Row(_labels(model, judge) + [level], cells))
-    t.notes.append(_ci_note(run, fmt))
-    t.notes.append("CULR_worst: the cross-user leakage rate of the worse-off user (CU); CER: private items about "
-                   "a competitor that reached other competitors (CM).")
-    return t
-
-
-def behaviour_names(run: RunData) -> list[str]:
-    """NEG, POS, then the per-behaviour rates (B:<name>) found in scores.json or scenario_scores.jsonl."""
-    names = {r.metric for r in run.scores.rows if r.metric in ("NEG", "POS") or r.metric.startswith("B:")}
-    for s in run.scenarios or []:
-        names.update(m for m in s.metrics if m.startswith("B:"))
-    return sorted(names, key=lambda m: (m not in ("NEG", "POS"), m))
-
-
-def behaviour_table(run: RunData, fmt: CellFormat = "pm") -> Table | None:
-    """Observed behaviour counts (NEG, POS) and per-behaviour rates, pooled over categories.
-
-    Uses the category-ALL rows of scores.json where they exist, else pools scenario_scores.jsonl.
-    A behaviour's rate has no better direction here (some are desirable, some not).
-    """
-    names = behaviour_names(run)
-    if not names:
-        return None
-    cols = [Column(m.removeprefix("B:"), m, higher_is_better(m) if m in ("NEG", "POS") else None) for m in names]
-    t = Table(name="table4_behaviour", title="Behaviours observed (all categories pooled)",
-              label_headers=_label_headers(run, "Level"), columns=cols, fmt=fmt)
-    for model, judge in _agents(run):
-        if t.rows:
-            t.breaks.add(len(t.rows))
-        for lv in run.levels():
-            cells: list[Cell] = []
-            for m in names:
-                row = run.row(m, model, lv, "ALL", judge)
-                cells.append(Estimate.from_row(row) if row is not None else pooled_metric(run, m, model, lv, judge))
-            t.rows.append(Row(_labels(model, judge) + [lv], cells))
-    t.notes.append(_ci_note(run, fmt))
-    t.notes.append("NEG / POS: negative / positive behaviours observed per simulation; other columns: share of "
-                   "simulations where the behaviour was observed (each scenario counts once).")
     return t
 
 
@@ -494,16 +380,6 @@ def _p(p: float | None) -> str | None:
     if p is None:
         return None
     return Shown("<0.001" if p < 0.001 else f"{p:.3f}", p)
-
-
-def build_tables(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
-    """Every table of the report, in the order it shows them."""
-    tables = [main_table(run, lv, fmt) for lv in run.levels()]
-    tables.append(ladder_table(run, fmt))
-    for extra in (secondary_table(run, fmt), behaviour_table(run, fmt), split_table(run, fmt), comparisons_table(run)):
-        if extra is not None:
-            tables.append(extra)
-    return tables
 
 
 def write_tables(tables: list[Table], out_dir: Path) -> list[Path]:

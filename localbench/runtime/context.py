@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-Message = dict[str, str]
+from localbench.serving.messages import Message  # content: a string or a list of text/image parts
 
 DEFAULT_MARGIN = 8
 """Tokens kept free besides the reply: chat templates may add a generation prompt or a stop token

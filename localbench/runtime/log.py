@@ -17,10 +17,12 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from localbench.records import LogEntry
 
 Kind = Literal["message", "system", "coordinator", "pass", "done", "held", "gate", "failed"]
 Channel = Literal["direct", "group", "system", "delivery", "coordinator", "none"]
+"""The kinds and channels this log knows (records.LogEntry stores any string, so other
+simulators' logs fit the same transcript schema)."""
 
 DELIVERED: frozenset[str] = frozenset({"message", "system", "coordinator"})
 """Entry kinds that are delivered to someone; the others are records of a turn, shown to nobody
@@ -30,28 +32,6 @@ SHOWN: frozenset[str] = DELIVERED | {"held"}
 """Entry kinds that may appear in a prompt (``held`` only in its sender's)."""
 
 SYSTEM = "system"
-
-
-class LogEntry(BaseModel):
-    """One entry of the log, as written to the transcript."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    index: int
-    round: int
-    kind: Kind
-    sender: str
-    recipients: list[str] = Field(default_factory=list)
-    channel: Channel = "none"
-    visibility: list[str] = Field(default_factory=list)  # who may ever see it (sorted)
-    content: str = ""
-    role: str = ""  # model role that produced it (agent, user_sim, coordinator); "" for system
-    phase: str = ""  # engine phase (e.g. "agents", "users", "delivery")
-    action: dict[str, Any] | None = None  # the parsed, schema-valid action
-    call: dict[str, Any] | None = None  # GenerationResult.summary() of the call behind it
-    seen: list[int] | None = None  # indices of log entries that were in this turn's prompt
-    context: dict[str, Any] | None = None  # prompt tokens, budget, messages dropped to fit
-    meta: dict[str, Any] = Field(default_factory=dict)
 
 
 class VisibilityError(ValueError):

@@ -23,7 +23,7 @@ class Job:
     """One unit of work: a key (unique in the run) and a coroutine factory."""
 
     key: str
-    run: Callable[[], Awaitable[dict[str, Any]]]
+    run: Callable[[], Awaitable[Any]]
     label: str = ""
 
 
@@ -114,7 +114,7 @@ async def run_jobs(
     jobs: Iterable[Job],
     *,
     concurrency: int,
-    on_done: Callable[[Job, dict[str, Any]], None],
+    on_done: Callable[[Job, Any], None],
     on_error: Callable[[Job, JobError], None] | None = None,
     stats: Sequence[ClientStats] = (),
     progress: bool | None = None,

@@ -14,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 
+from localbench.serving.messages import keyed_messages
 from localbench.serving.types import GenerationRequest, ModelIdentity, RawCompletion
 
 _SCHEMA = """
@@ -30,11 +31,15 @@ CREATE TABLE IF NOT EXISTS completions (
 
 
 def cache_key(engine: str, identity: ModelIdentity, request: GenerationRequest, seed: int) -> str:
-    """Hash of engine, model identity, messages, sampling parameters, schema and the attempt's seed."""
+    """Hash of engine, model identity, messages, sampling parameters, schema and the attempt's seed.
+
+    Messages with string contents are hashed as they are (the key they always had); an image part
+    is hashed by its bytes, not by where it is stored (``messages.keyed_messages``).
+    """
     payload = {
         "engine": engine,
         "model": identity.key(),
-        "messages": request.messages,
+        "messages": keyed_messages(request.messages),
         "max_tokens": request.max_tokens,
         "temperature": round(float(request.temperature), 6),
         "seed": seed,

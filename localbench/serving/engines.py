@@ -43,7 +43,7 @@ def open_backend(preset: str | Preset, engine: str = "auto", **options: Any) -> 
     p = load_preset(preset) if isinstance(preset, str) else preset
     name = pick_engine(p, engine)
     if name == "hf":
-        from localbench.serving.hf_engine import HFBackend
+        from localbench.serving.hf.engine import HFBackend
 
         return HFBackend.from_preset(p, **options)
     if name == "vllm":

@@ -31,7 +31,9 @@ from typing import Any
 import httpx
 
 from localbench.serving.presets import Preset
-from localbench.serving.types import EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion
+from localbench.serving.types import (
+    EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion, text_messages,
+)
 
 DEFAULT_TIMEOUT_S = 600.0
 
@@ -242,10 +244,16 @@ class OpenAIBackend:
 
     # -- Backend ---------------------------------------------------------------------------
 
+    def _text(self, messages: list[Message]) -> list[Message]:
+        """What is sent: string contents as they are, text parts joined into one string per message
+        (what the server's chat template would make of them); an image part is refused
+        (ImageInputError) before anything is sent, since this engine does not send images yet."""
+        return text_messages(messages, self.engine, self.identity.preset)
+
     def request_body(self, request: GenerationRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": request.messages,
+            "messages": self._text(request.messages),
             "max_tokens": request.max_tokens,
             "temperature": request.temperature,
             "seed": request.seed,
@@ -281,6 +289,7 @@ class OpenAIBackend:
         Synchronous like the protocol: one short blocking HTTP call, made when prompts are checked
         against the context window, not per generated token.
         """
+        messages = self._text(messages)
         if self._tokenize_endpoint is not False:
             body: dict[str, Any] = {"model": self.model, "messages": messages, "add_generation_prompt": True}
             if self.chat_template_kwargs:
@@ -318,7 +327,7 @@ class OpenAIBackend:
                     f"cannot count tokens for {self.model}: {self.root_url}/tokenize is unavailable and no "
                     f"local tokenizer loads ({type(e).__name__}: {e})"
                 ) from e
-        return len(chat_prompt_ids(self._tokenizer, messages, self.chat_template_kwargs))
+        return len(chat_prompt_ids(self._tokenizer, self._text(messages), self.chat_template_kwargs))
 
     def describe(self) -> dict[str, Any]:
         return {

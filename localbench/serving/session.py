@@ -1,38 +1,41 @@
-"""Open a StructuredClient for a preset under a RunSpec's serving options (engine, cache, retries).
+"""Open a StructuredClient for a preset under a run's serving options (engine, cache, retries).
 
-One place decides how a run talks to its models, for simulation and judging alike.
+One place decides how a run talks to its models, for simulation and judging alike. It is handed
+what it needs (a preset, the serving options, a server URL, a cache), never a whole run spec:
+which role a model plays is the caller's business.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from localbench.errors import UserError
 from localbench.serving.cache import ResponseCache
 from localbench.serving.client import StructuredClient
 from localbench.serving.engines import open_backend, pick_engine
 from localbench.serving.presets import load_preset
-from localbench.spec import RunSpec, SpecError
+from localbench.spec import EngineOptions
 
 
-def cache_for(spec: RunSpec, run_dir: Path) -> ResponseCache | None:
-    """The run's response cache: spec.cache, else <run dir>/cache.sqlite; None with no_cache."""
-    if spec.no_cache:
+def open_cache(path: str | Path | None, run_dir: Path, no_cache: bool = False) -> ResponseCache | None:
+    """A run's response cache: ``path``, else <run dir>/cache.sqlite; None with ``no_cache``."""
+    if no_cache:
         return None
-    return ResponseCache(Path(spec.cache) if spec.cache else Path(run_dir) / "cache.sqlite")
+    return ResponseCache(Path(path) if path else Path(run_dir) / "cache.sqlite")
 
 
-def check_models_here(spec: RunSpec, roles: tuple[str, ...] = ("agent", "user_sim", "judge")) -> None:
+def check_models_here(models: Mapping[str, str], serving: EngineOptions, urls: Mapping[str, str | None]) -> None:
     """Refuse at once (UserError) a role whose preset is unknown or cannot run on this machine
     (needs a GPU, weights not fetched), rather than after hours of the stages before it. A model
-    served elsewhere (the openai engine) needs nothing here."""
-    from localbench.errors import UserError
+    served elsewhere (the openai engine) needs nothing here. ``models``: role -> preset;
+    ``urls``: role -> the server it is reached at, if any."""
     from localbench.serving.availability import check
 
-    for role in roles:
-        name = spec.models.for_role(role)
+    for role, name in models.items():
         preset = load_preset(name)
-        if pick_engine(preset, spec.serving.engine, _role_url(spec, role)) == "openai":
+        if pick_engine(preset, serving.engine, urls.get(role)) == "openai":
             continue
         found = check(preset)
         if not found.usable:
@@ -40,26 +43,20 @@ def check_models_here(spec: RunSpec, roles: tuple[str, ...] = ("agent", "user_si
                             "(`localbench models` lists the presets that can; --base-url uses a server instead)")
 
 
-def _role_url(spec: RunSpec, role: str) -> str | None:
-    s = spec.serving
-    return (s.judge_base_url or s.base_url) if role == "judge" else s.base_url
-
-
-def open_client(spec: RunSpec, role: str, run_dir: Path, cache: ResponseCache | None = None) -> StructuredClient:
-    """A client for the preset that plays ``role`` (agent, user_sim, judge)."""
-    s = spec.serving
-    preset = load_preset(spec.models.for_role(role))
-    url = _role_url(spec, role)
-    engine = pick_engine(preset, s.engine, url)
+def open_client(preset_name: str, serving: EngineOptions, base_url: str | None, cache: ResponseCache | None,
+                role: str = "") -> StructuredClient:
+    """A client for ``preset_name`` on the engine the serving options pick (``role`` names it in errors)."""
+    preset = load_preset(preset_name)
+    engine = pick_engine(preset, serving.engine, base_url)
     opts: dict[str, Any]
     if engine == "openai":
-        if not url:
-            raise SpecError(f"serving.base_url is required with the openai engine (role {role})")
-        opts = {"base_url": url, "max_concurrency": s.max_concurrency}
+        if not base_url:
+            raise UserError(f"serving.base_url is required with the openai engine (role {role or preset_name})")
+        opts = {"base_url": base_url, "max_concurrency": serving.max_concurrency}
     elif engine == "hf":
-        opts = {"grammar": s.grammar, "max_batch_size": s.max_batch_size, "prefix_cache_gb": s.prefix_cache_gb}
+        opts = {"grammar": serving.grammar, "max_batch_size": serving.max_batch_size,
+                "prefix_cache_gb": serving.prefix_cache_gb}
     else:
         opts = {}
     backend = open_backend(preset, engine, **opts)
-    return StructuredClient(backend, cache=cache if cache is not None else cache_for(spec, run_dir),
-                            max_retries=s.max_retries)
+    return StructuredClient(backend, cache=cache, max_retries=serving.max_retries)

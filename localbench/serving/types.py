@@ -3,6 +3,9 @@
 Engines (hf, vllm, openai) implement ``Backend.complete``: one attempt, one raw completion.
 Validation, retries with derived seeds, caching and failure records live once, in
 ``localbench.serving.client.StructuredClient``, so every engine behaves the same way.
+A chat message (``Message``: content a string or a list of text and image parts) is defined in
+``localbench.serving.messages``; no engine takes images yet, and each refuses them through
+``text_messages``.
 """
 
 from __future__ import annotations
@@ -14,10 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from localbench.errors import UserError
+from localbench.serving.messages import Message, first_image, plain_text
 from localbench.serving.output import OutputSpec
-
-Message = dict[str, str]
-"""One chat message: {"role": "system"|"user"|"assistant", "content": "..."}."""
 
 FinishReason = Literal["stop", "length", "error"]
 
@@ -73,7 +74,7 @@ def settings_hash(settings: dict[str, Any]) -> str:
 class GenerationRequest:
     """One call to a model.
 
-    ``role`` says who is speaking (agent, user_sim, coordinator, judge, ...); it is recorded and may
+    ``role`` says who is speaking (a role of the benchmark's, or a judge); it is recorded and may
     select a model, but never changes decoding. ``output`` is None for free text.
     """
 
@@ -171,6 +172,22 @@ def check_prompt_fits(prompt_tokens: int, request: GenerationRequest, max_model_
         )
 
 
+class ImageInputError(EngineError):
+    """A request with an image part for an engine (or model) that cannot take images."""
+
+
+def text_messages(messages: list[Message], engine: str, preset: str) -> list[Message]:
+    """The messages as an engine without image input sees them: every content one string (text
+    parts joined by newlines; string contents untouched). A message with an image part is refused
+    with one ImageInputError line naming the engine, the preset and the message (counted from 1),
+    before anything is counted, sent or generated."""
+    i = first_image(messages)
+    if i is not None:
+        raise ImageInputError(f"engine '{engine}' (preset '{preset}') cannot take images: "
+                              f"message {i + 1} ({messages[i].get('role', '?')}) has an image part")
+    return plain_text(messages)
+
+
 @runtime_checkable
 class Backend(Protocol):
     """An engine that turns chat requests into raw completions.
@@ -187,7 +204,10 @@ class Backend(Protocol):
     async def complete(self, request: GenerationRequest) -> RawCompletion: ...
 
     def count_tokens(self, messages: list[Message]) -> int:
-        """Prompt tokens after the chat template: used to keep prompts inside the context window."""
+        """Prompt tokens after the chat template: used to keep prompts inside the context window.
+
+        Text parts count as their text; an engine that cannot take images raises ImageInputError
+        (``text_messages``) for a message with an image part instead of counting it."""
         ...
 
     async def aclose(self) -> None: ...

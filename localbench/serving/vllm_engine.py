@@ -38,7 +38,7 @@ from typing import Any
 
 from localbench.serving.presets import Preset
 from localbench.serving.types import (
-    EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion, check_prompt_fits,
+    EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion, check_prompt_fits, text_messages,
 )
 from localbench.serving.xgrammar_quirks import control_token_bias
 
@@ -152,8 +152,14 @@ class VLLMBackend:
         del llm
         return backend
 
+    def prompt_ids(self, messages: list[Message]) -> list[int]:
+        """Token ids of the chat-templated prompt; text parts are joined into one string per message,
+        an image part is refused (ImageInputError): this engine does not take images yet."""
+        messages = text_messages(messages, self.engine, self.identity.preset)
+        return chat_prompt_ids(self.tokenizer, messages, self.chat_template_kwargs)
+
     def count_tokens(self, messages: list[Message]) -> int:
-        return len(chat_prompt_ids(self.tokenizer, messages, self.chat_template_kwargs))
+        return len(self.prompt_ids(messages))
 
     def _check_loop(self) -> None:
         loop = asyncio.get_running_loop()
@@ -184,7 +190,7 @@ class VLLMBackend:
         if self._closed:
             raise EngineError(f"vllm backend for preset '{self.identity.preset}' is closed")
         self._check_loop()
-        ids = chat_prompt_ids(self.tokenizer, request.messages, self.chat_template_kwargs)
+        ids = self.prompt_ids(request.messages)
         check_prompt_fits(len(ids), request, self.max_model_len, self.identity.preset)
         structured = None
         if request.output is not None:

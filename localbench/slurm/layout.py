@@ -21,6 +21,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from localbench.errors import UserError
+from localbench.files import write_atomic
 
 
 class JobSubmission(BaseModel):
@@ -114,7 +115,4 @@ class RunLayout:
             raise UserError(f"{f}: unreadable submission record: {e}") from e
 
     def write_record(self, rec: SubmissionRecord) -> None:
-        self.slurm.mkdir(parents=True, exist_ok=True)
-        tmp = self.submission_file.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(rec.model_dump(), indent=2) + "\n")
-        tmp.replace(self.submission_file)
+        write_atomic(self.submission_file, json.dumps(rec.model_dump(), indent=2) + "\n")

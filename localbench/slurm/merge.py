@@ -17,7 +17,7 @@ import yaml
 
 from localbench.errors import UserError
 from localbench.rundir import RunDir
-from localbench.runtime.records import JsonlStore
+from localbench.records import JsonlStore
 from localbench.slurm.layout import RunLayout
 from localbench.spec import RunSpec
 

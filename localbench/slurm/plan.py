@@ -31,7 +31,7 @@ class RunPlan:
     num_shards: int
     job_name: str
     log_dir: str  # absolute: a relative slurm.log_dir is taken from the workdir
-    roles: dict[str, str]  # role -> preset name or path the shard processes load
+    roles: dict[str, str]  # role (the benchmark's) -> preset name or path the shard processes load
     shard_specs: dict[int, dict[str, Any]] = field(default_factory=dict)
     presets: dict[Path, dict[str, Any]] = field(default_factory=dict)  # derived preset files
 
@@ -80,28 +80,29 @@ def make_plan(spec: RunSpec, where: str = "spec", workdir: str | Path | None = N
             f"{where}: field 'slurm.log_dir': {what} cannot go on an #SBATCH line; set slurm.log_dir to "
             f"a plain absolute path. ({e})"
         ) from e
-    if opts.serve and spec.models.user_sim and spec.models.user_sim != spec.models.agent:
-        raise SlurmOptionsError(
-            f"{where}: field 'slurm.serve': one server serves the agent model, but models.user_sim "
-            f"({spec.models.user_sim}) differs from models.agent ({spec.models.agent})"
-        )
+    design = spec.design
+    primary, judge_role = design.primary_role, design.judge_role
+    if opts.serve:  # one server serves the primary role's model, so every simulation role must use it
+        for role in design.simulation_roles:
+            if spec.models.get(role) and spec.model_for(role) != spec.model_for(primary):
+                raise SlurmOptionsError(
+                    f"{where}: field 'slurm.serve': one server serves the {primary} model, but models.{role} "
+                    f"({spec.models[role]}) differs from models.{primary} ({spec.model_for(primary)})")
 
     presets: dict[Path, dict[str, Any]] = {}
     agent_gpus = opts.agent_gpus if opts.tensor_parallel else 1
     judge_gpus = (opts.judge_gpus or opts.gpus) if opts.tensor_parallel else 1
-    roles = {
-        "agent": _tp_preset(spec.models.agent, agent_gpus, layout, presets),
-        "user_sim": _tp_preset(spec.models.for_role("user_sim"), agent_gpus, layout, presets),
-        "judge": _tp_preset(spec.models.for_role("judge"), judge_gpus, layout, presets),
-    }
-    shard_models = {"agent": roles["agent"],
-                    "user_sim": roles["user_sim"] if spec.models.user_sim else None,
-                    "judge": roles["judge"] if spec.models.judge or roles["judge"] != roles["agent"] else None}
+    roles = {r: _tp_preset(spec.model_for(r), judge_gpus if r == judge_role else agent_gpus, layout, presets)
+             for r in design.role_names}
+    # what each shard's spec names: the primary role always; another role where the spec names it
+    # (else it follows its default), the judge also where its tensor-parallel copy differs
+    shard_models = {r: roles[r] for r in design.role_names
+                    if r == primary or spec.models.get(r) or (r == judge_role and roles[r] != roles[primary])}
     plan = RunPlan(spec=base, options=opts, layout=layout, workdir=wd, num_shards=n, job_name=job_name,
                    log_dir=log_dir, roles=roles, presets=presets)
     for i in range(n):
         d = base.model_dump(mode="json")
         d.update(out=str(layout.shards), run_id=str(i), shard=i, num_shards=n, slurm={},
-                 models={k: v for k, v in shard_models.items() if v is not None})
+                 models=shard_models)
         plan.shard_specs[i] = d
     return plan

@@ -44,8 +44,8 @@ def prefetch(spec: RunSpec) -> list[Fetched]:
     os.environ.update(env)  # localbench's cache reads LOCALBENCH_CACHE on every call
     done: dict[str, str] = {}
     out = []
-    for role in ("agent", "user_sim", "judge"):
-        name = spec.models.for_role(role)
+    for role in spec.design.role_names:
+        name = spec.model_for(role)
         if name not in done:
             preset = load_preset(name)
             if preset.source.kind == "hf-hub":

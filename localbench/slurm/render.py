@@ -153,8 +153,8 @@ def render_array(plan: RunPlan, shards: list[int] | None = None) -> RenderedJob:
         "judge_gpus": o.judge_gpus or 0,
         "serve": o.serve,
         "serve_timeout": o.serve_timeout,
-        "agent_serve": serve_line(o.serve_command, plan.roles["agent"]),
-        "judge_serve": serve_line(o.serve_command, plan.roles["judge"]),
+        "agent_serve": serve_line(o.serve_command, plan.roles[plan.spec.design.primary_role]),
+        "judge_serve": serve_line(o.serve_command, plan.roles[plan.spec.design.judge_role]),
         "judge_per_shard": o.judge_per_shard,
     }
     return RenderedJob("array", _env().get_template("array.sbatch.j2").render(**ctx))
@@ -166,17 +166,11 @@ def _command_name(cmd: str) -> str | None:
     return words[1] if len(words) > 1 and words[0] == "localbench" else None
 
 
-def render_merge(plan: RunPlan, available: set[str] | None = None) -> RenderedJob:
-    """The dependent job: merge the shards, then the post-merge commands.
-
-    ``available``: localbench sub-commands that exist; default post-merge commands naming any other
-    are left out (so the job runs whichever stages this installation has). Commands set in the
-    spec are always kept.
-    """
+def render_merge(plan: RunPlan) -> RenderedJob:
+    """The dependent job: merge the shards, then the post-merge commands (the stages after
+    simulation by default, ``slurm.after_merge`` when the spec sets them)."""
     o = plan.options
     cmds = o.after_merge_commands()
-    if o.after_merge is None and available is not None:
-        cmds = [c for c in cmds if _command_name(c) in available]
     values = {"run": quote(plan.layout.run), "spec": quote(plan.layout.spec_file),
               "num_shards": quote(plan.num_shards)}
     after = []
@@ -193,5 +187,5 @@ def render_merge(plan: RunPlan, available: set[str] | None = None) -> RenderedJo
     return RenderedJob("merge", _env().get_template("merge.sbatch.j2").render(**ctx))
 
 
-def render_all(plan: RunPlan, available: set[str] | None = None) -> list[RenderedJob]:
-    return [render_array(plan), render_merge(plan, available)]
+def render_all(plan: RunPlan) -> list[RenderedJob]:
+    return [render_array(plan), render_merge(plan)]

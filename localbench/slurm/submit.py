@@ -12,24 +12,12 @@ from pathlib import Path
 
 import yaml
 
+from localbench.files import write_atomic
 from localbench.slurm.layout import JobSubmission, RunLayout, SubmissionRecord
 from localbench.slurm.plan import RunPlan, make_plan
 from localbench.slurm.render import RenderedJob, render_array, render_merge
 from localbench.slurm.status import SlurmError, run_command, run_status
 from localbench.spec import RunSpec
-
-
-def available_commands() -> set[str]:
-    """Names of the localbench sub-commands this installation has (for the post-merge steps)."""
-    from localbench.cli import app
-
-    names = set()
-    for c in app.registered_commands:
-        names.add(c.name or c.callback.__name__.replace("_", "-"))
-    for g in app.registered_groups:
-        if g.name:
-            names.add(g.name)
-    return names
 
 
 def sbatch(script: Path, args: list[str], workdir: Path) -> str:
@@ -44,23 +32,14 @@ def sbatch(script: Path, args: list[str], workdir: Path) -> str:
     return r.stdout.strip().split(";")[0]
 
 
-def _write(path: Path, text: str, mode: int | None = None) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    if mode is not None:
-        tmp.chmod(mode)
-    tmp.replace(path)
-
-
 def write_plan_files(plan: RunPlan) -> None:
     """The submitted spec, the shard specs and any derived presets, under RUN/slurm/."""
     lay = plan.layout
-    _write(lay.spec_file, yaml.safe_dump(plan.spec.model_dump(mode="json"), sort_keys=False, allow_unicode=True))
+    write_atomic(lay.spec_file, yaml.safe_dump(plan.spec.model_dump(mode="json"), sort_keys=False, allow_unicode=True))
     for i, d in plan.shard_specs.items():
-        _write(lay.shard_spec(i), yaml.safe_dump(d, sort_keys=False, allow_unicode=True))
+        write_atomic(lay.shard_spec(i), yaml.safe_dump(d, sort_keys=False, allow_unicode=True))
     for path, data in plan.presets.items():
-        _write(path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+        write_atomic(path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
     Path(plan.log_dir).mkdir(parents=True, exist_ok=True)
     lay.state.mkdir(parents=True, exist_ok=True)
     lay.shards.mkdir(parents=True, exist_ok=True)
@@ -70,8 +49,8 @@ def _submit_pair(plan: RunPlan, array: RenderedJob, merge: RenderedJob, shards: 
                  extra_deps: list[str]) -> JobSubmission:
     lay = plan.layout
     a_path, m_path = lay.script("array", round_), lay.script("merge", round_)
-    _write(a_path, array.script, 0o755)
-    _write(m_path, merge.script, 0o755)
+    write_atomic(a_path, array.script, mode=0o755)
+    write_atomic(m_path, merge.script, mode=0o755)
     array_job = sbatch(a_path, [], plan.workdir)
     deps = ":".join([array_job, *extra_deps])
     try:
@@ -109,8 +88,7 @@ def submit(plan: RunPlan) -> JobSubmission:
             )
         rec.submissions = old.submissions
     write_plan_files(plan)
-    available = available_commands()
-    sub = _submit_pair(plan, render_array(plan), render_merge(plan, available), list(range(plan.num_shards)),
+    sub = _submit_pair(plan, render_array(plan), render_merge(plan), list(range(plan.num_shards)),
                        len(rec.submissions) + 1, [])
     rec.submissions.append(sub)
     lay.write_record(rec)
@@ -151,7 +129,7 @@ def resubmit(run_dir: str | Path, only_failed: bool = True) -> JobSubmission | N
     extra = [s.job_id for s in active if s.job_id]
     write_plan_files(plan)
     round_ = len(rec.submissions) + 1
-    sub = _submit_pair(plan, render_array(plan, todo), render_merge(plan, available_commands()), todo, round_, extra)
+    sub = _submit_pair(plan, render_array(plan, todo), render_merge(plan), todo, round_, extra)
     rec.submissions.append(sub)
     plan.layout.write_record(rec)
     return sub

@@ -12,22 +12,22 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any
 
 from localbench.benchmarks.asb.actions import ActionName, action_spec, reply_spec, specs_hash, unwrap
 from localbench.benchmarks.asb.ladder import Level, effective_tier, privacy_context
 from localbench.benchmarks.asb.prompting import prompt_set_hash, render
 from localbench.benchmarks.asb.scenario import Agent, Scenario
-from localbench.runtime.context import Budget, ContextExhausted, fit_prompt
+from localbench.records import Transcript
+from localbench.runtime.calls import OutOfContext, SimulationCalls
+from localbench.runtime.clients import RoleClients
 from localbench.runtime.log import ConversationLog, LogEntry
-from localbench.serving.client import StructuredClient
 from localbench.serving.output import OutputSpec
 from localbench.serving.seeds import derive_seed
-from localbench.serving.types import GenerationRequest, GenerationResult
+from localbench.serving.types import GenerationResult
 
-# -- documented defaults (docs/simulation.md) -------------------------------------------------
-DEFAULT_MAX_ROUNDS: dict[str, int] = {"CD": 10, "MC": 10, "CU": 10, "GC": 15, "AM": 15, "HS": 12, "CM": 12}
+# -- documented defaults (docs/simulation.md; the round limits are the design's) ---------------
 TEMPERATURES: dict[str, float] = {"agent": 0.7, "user_sim": 0.8, "coordinator": 0.3}
 MIN_MESSAGES_FOR_DONE = 2  # a done signal counts only after this many messages (see engines)
 CU_MAX_REDIRECTS = 3  # per side; after that the coordinator approves without a call
@@ -58,10 +58,6 @@ class SimSettings:
     @property
     def words(self) -> int:
         return max(5, self.message_max_chars // CHARS_PER_WORD)
-
-
-class RoleClients(Protocol):
-    def for_role(self, role: str) -> StructuredClient: ...
 
 
 @dataclass(frozen=True)
@@ -196,15 +192,6 @@ def human_system_prompt(scenario: Scenario, person_id: str, mode: str) -> str:
 
 
 # -- the simulation base -----------------------------------------------------------------------
-@dataclass
-class _Counters:
-    n_calls: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    failed: dict[str, int] = field(default_factory=dict)
-    cuts: list[dict[str, Any]] = field(default_factory=list)
-
-
 Menu = tuple[tuple[str, ...], tuple[ActionName, ...]]
 """What an agent may do in one phase: its valid recipients and its actions."""
 
@@ -238,7 +225,7 @@ class Simulation:
         self.clients = clients
         self.settings = settings
         self.round = 0
-        self.counters = _Counters()
+        self.calls = SimulationCalls(clients, settings.max_tokens, dict(TEMPERATURES))
         self.log = ConversationLog(self.participants())
         self._system_prompts: dict[str, str] = {}
         self._specs: dict[str, OutputSpec] = {}
@@ -281,9 +268,6 @@ class Simulation:
         """
         viewer = viewer or speaker
         visible = self.log.visible_to(viewer)
-        client = self.clients.for_role(role)
-        backend = client.backend
-        budget = Budget(backend.max_model_len, self.settings.max_tokens)
         history = [e.model_dump(include={"round", "kind", "sender", "recipients", "channel", "content"})
                    for e in visible]
 
@@ -292,30 +276,17 @@ class Simulation:
                           standing=standing, instruction=instruction)
             return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
-        try:
-            fit = fit_prompt(build, len(visible), budget, backend.count_tokens)
-        except ContextExhausted as e:
-            self.counters.cuts.append({"round": self.round, "speaker": speaker, "role": role, "exhausted": True,
-                                       "tokens": e.tokens, "budget": e.budget, "dropped": len(visible), "kept": 0})
-            raise Stop("context_exhausted") from e
-        if fit.dropped:
-            self.counters.cuts.append({"round": self.round, "speaker": speaker, "role": role, "exhausted": False,
-                                       **fit.record()})
         t = self.task
         seed = derive_seed(self.settings.run_seed, self.scenario.id, self.level.label, t.seed_index, self.round,
                            speaker, role, *([extra_key] if extra_key else []))
-        self._specs[output.schema_hash] = output
-        result = await client.generate(GenerationRequest(
-            messages=fit.messages, output=output, role=role, max_tokens=self.settings.max_tokens,
-            temperature=TEMPERATURES[role], seed=seed, tag=f"{t.key} r{self.round} {speaker}",
-        ))
-        c = self.counters
-        c.n_calls += 1
-        c.tokens_in += result.tokens_in
-        c.tokens_out += result.tokens_out
-        if not result.ok:
-            c.failed[role] = c.failed.get(role, 0) + 1
-        return Turn(result, [e.index for e in visible[fit.dropped:]], fit.record())
+        try:
+            called = await self.calls.call(role=role, build=build, n_history=len(visible), output=output, seed=seed,
+                                           tag=f"{t.key} r{self.round} {speaker}",
+                                           where={"round": self.round, "speaker": speaker})
+        except OutOfContext as e:
+            raise Stop("context_exhausted") from e
+        self._specs[output.schema_hash] = output  # schemas of calls that were sent
+        return Turn(called.result, [e.index for e in visible[called.fit.dropped:]], called.fit.record())
 
     def _turn_fields(self, turn: Turn, role: str, phase: str, **meta: Any) -> dict[str, Any]:
         m = dict(meta)
@@ -391,7 +362,7 @@ class Simulation:
                             content=d["message"], action=d, **fields)
 
     # -- running and recording -----------------------------------------------------------------
-    async def run(self) -> dict[str, Any]:
+    async def run(self) -> Transcript:
         """Play to the end and return the transcript record (one line of transcripts.jsonl)."""
         t0 = time.monotonic()
         try:
@@ -400,33 +371,15 @@ class Simulation:
             reason = s.reason
         return self.record(reason, time.monotonic() - t0)
 
-    def record(self, termination: str, wall_s: float) -> dict[str, Any]:
-        s, c, t = self.scenario, self.counters, self.task
-        return {
-            "key": t.key,
-            "scenario": s.id,
-            "category": s.category,
-            "subtype": s.subtype,
-            "level": self.level.label,
-            "mode": self.level.mode,
-            "seed_index": t.seed_index,
-            "model": self.clients.for_role("agent").model_name,
-            "models": {r: self.clients.for_role(r).model_name for r in TEMPERATURES},
-            "engine": self.engine,
-            "termination": termination,
-            "error": None,
-            "rounds": self.round,
-            "max_rounds": self.settings.max_rounds,
-            "entries": self.log.to_records(),
-            "n_messages": len(self.log.delivered()),
-            "n_calls": c.n_calls,
-            "n_failed_turns": sum(c.failed.values()),
-            "failed_by_role": dict(sorted(c.failed.items())),
-            "tokens": {"in": c.tokens_in, "out": c.tokens_out},
-            "context_cuts": c.cuts,
-            "n_context_cuts": sum(1 for x in c.cuts if not x["exhausted"]),
-            "prompts": prompt_set_hash(),
-            "schemas": specs_hash(list(self._specs.values())) if self._specs else "",
-            "wall_s": round(wall_s, 3),
-            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        }
+    def record(self, termination: str, wall_s: float) -> Transcript:
+        s, t = self.scenario, self.task
+        return Transcript(
+            key=t.key, scenario=s.id, category=s.category, level=self.level.label, seed_index=t.seed_index,
+            model=self.clients.for_role("agent").model_name,
+            models={r: self.clients.for_role(r).model_name for r in TEMPERATURES},
+            termination=termination, rounds=self.round, max_rounds=self.settings.max_rounds,
+            entries=self.log.entries, n_messages=len(self.log.delivered()), **self.calls.counts(),
+            prompts=prompt_set_hash(), schemas=specs_hash(list(self._specs.values())) if self._specs else "",
+            wall_s=round(wall_s, 3), finished_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            payload={"subtype": s.subtype, "mode": self.level.mode, "engine": self.engine},
+        )

@@ -12,8 +12,8 @@ from typing import Any
 from localbench.benchmarks.asb.judges import decode, judge_calls, rule_label
 from localbench.benchmarks.asb.scenario import Scenario
 from localbench.judging.calls import JudgeCall, fits_in, schema_hash
-from localbench.judging.runner import JudgeTask
-from localbench.runtime.records import JsonlStore
+from localbench.judging.runner import JUDGE_TEMPERATURE, JudgeTask
+from localbench.records import Judgment, RecordStore, Transcript
 from localbench.serving.client import StructuredClient
 from localbench.serving.output import OutputSpec
 from localbench.serving.seeds import derive_seed
@@ -21,43 +21,42 @@ from localbench.serving.types import GenerationRequest
 from localbench.spec import RunSpec
 
 
-def delivered_messages(transcript: dict[str, Any]) -> list[dict[str, Any]]:
+def delivered_messages(transcript: Transcript) -> list[dict[str, Any]]:
     """The messages that actually reached someone (not passes, held drafts or failed turns)."""
-    return [e for e in transcript.get("entries", []) if e.get("kind") == "message"]
+    return [e.model_dump() for e in transcript.entries if e.kind == "message"]
 
 
-def _meta(t: dict[str, Any], call: JudgeCall) -> dict[str, Any]:
-    return {"sim_key": t["key"], "scenario": t["scenario"], "category": t["category"], "level": t["level"],
-            "seed_index": t.get("seed_index", 0), "model": t.get("model", ""), "judge": call.judge,
+def _meta(t: Transcript, call: JudgeCall) -> dict[str, Any]:
+    return {"sim_key": t.key, "scenario": t.scenario, "category": t.category, "level": t.level,
+            "seed_index": t.seed_index, "model": t.model, "judge": call.judge,
             "target": call.target, "rubric": call.rubric, "rubric_hash": call.rubric_hash,
             "schema_hash": schema_hash(call.schema), "n_messages": call.n_messages, "truncated": call.truncated}
 
 
-def build_tasks(spec: RunSpec, transcripts: list[dict[str, Any]], scenarios: dict[str, Scenario],
-                client: StructuredClient, store: JsonlStore) -> list[JudgeTask]:
+def build_tasks(spec: RunSpec, transcripts: list[Transcript], scenarios: dict[str, Scenario],
+                client: StructuredClient, store: RecordStore[Judgment]) -> list[JudgeTask]:
     """JudgeTasks for every call still to make; rule-labelled calls are written straight away."""
     fits = fits_in(client, spec.judge_max_tokens)
     tasks: list[JudgeTask] = []
     for t in transcripts:
-        scenario = scenarios.get(t["scenario"])
+        scenario = scenarios.get(t.scenario)
         if scenario is None:
-            raise KeyError(f"transcript {t['key']}: scenario '{t['scenario']}' is not in {spec.scenarios}")
+            raise KeyError(f"transcript {t.key}: scenario '{t.scenario}' is not in {spec.scenarios}")
         calls = judge_calls(scenario, delivered_messages(t), fits)
         planned: dict[str, list[str]] = {}
         for call in calls:
             planned.setdefault(call.judge, []).append(call.target)
         for call in calls:
-            key = f"{t['key']}|{call.judge}|{call.target}"
+            key = f"{t.key}|{call.judge}|{call.target}"
             meta = {**_meta(t, call), "sim_targets": planned}  # lets scoring see a half-judged simulation
             if call.n_messages == 0:
                 if key in store:
                     continue
-                store.append({"key": key, **meta, "judge_model": "rule", "label": rule_label(call),
-                              "failure": None, "text": None, "call": None})
+                store.append(Judgment(key=key, **meta, judge_model="rule", label=rule_label(call)))
                 continue
             req = GenerationRequest(
                 messages=call.messages, output=OutputSpec.from_schema(call.schema, name=call.judge),
-                role="judge", max_tokens=spec.judge_max_tokens, temperature=0.0,
-                seed=derive_seed(spec.seed, "judge", t["key"], call.judge, call.target), tag=key)
+                role="judge", max_tokens=spec.judge_max_tokens, temperature=JUDGE_TEMPERATURE,
+                seed=derive_seed(spec.seed, "judge", t.key, call.judge, call.target), tag=key)
             tasks.append(JudgeTask(key=key, request=req, decode=lambda parsed, c=call: decode(c, parsed), meta=meta))
     return tasks

@@ -25,7 +25,7 @@ from localbench.benchmarks.asb.boundaries import (
 )
 from localbench.benchmarks.asb.scenario import Scenario
 from localbench.judging.calls import Fits, JudgeCall, render_lines
-from localbench.judging.templates import render
+from localbench.judging.rubrics import render
 
 LEVELS = ["none", "partial", "full"]
 IAS_SCORES = {"n/a": None, "0": 0.0, "0.5": 0.5, "1": 1.0}

@@ -125,7 +125,7 @@ def documents(source: str | Path) -> list[Document]:
     if s == "builtin" or s.startswith("builtin:"):
         return _dir_documents(_resolve_builtin(s))
     if s.startswith("hf:"):
-        from localbench.benchmarks.asb.hf import hf_records
+        from localbench.benchmarks.asb.hf_dataset import hf_records
 
         records, folder = hf_records(s[3:])
         if folder is not None:

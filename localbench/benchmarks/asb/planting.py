@@ -28,6 +28,7 @@ from localbench.judging.construct import (
     templates_hash,
 )
 from localbench.judging.gold import GoldItem, GoldPrivateItem
+from localbench.records import Judgment, LogEntry, Transcript
 from localbench.serving.seeds import derive_seed
 
 
@@ -109,7 +110,7 @@ PLANTABLE = ("CD", "MC", "CU")
 class PlantedRun:
     """Transcript records (as runs/<id>/transcripts.jsonl holds them) and the planted labels."""
 
-    transcripts: list[dict[str, Any]]
+    transcripts: list[Transcript]
     labels: dict[str, dict[str, str]]  # transcript key -> item id -> construction label
 
 
@@ -141,11 +142,10 @@ def plant_run(scenarios: list[Scenario], model: str = "planted", seed: int = 0,
             conv, _ = conversation(src, p, rng)
             msgs += conv
             planted_labels[src.item.id or ""] = p.label
-        entries = [{"index": i, "round": i, "kind": "message", "sender": m["sender"], "recipients": m["recipients"],
-                    "channel": "direct", "content": m["content"]} for i, m in enumerate(msgs)]
-        transcripts.append({"key": key, "scenario": sc.id, "category": sc.category, "level": level,
-                            "seed_index": 0, "model": model, "entries": entries, "termination": "planted",
-                            "planted": planted_labels})
+        entries = [LogEntry(index=i, round=i, kind="message", sender=m["sender"], recipients=m["recipients"],
+                            channel="direct", content=m["content"]) for i, m in enumerate(msgs)]
+        transcripts.append(Transcript(key=key, scenario=sc.id, category=sc.category, level=level, model=model,
+                                      entries=entries, termination="planted", payload={"planted": planted_labels}))
         labels[key] = planted_labels
     return PlantedRun(transcripts, labels)
 
@@ -169,14 +169,14 @@ def write_planted_run(run_dir: str | Path, scenarios_source: str, models: dict[s
     for model, share in models.items():
         run = plant_run(scenarios, model=model, seed=seed, leak_share=share)
         for t in run.transcripts:
-            store.append({**t, "key": f"{model}|{t['key']}"})
+            store.append(t.model_copy(update={"key": f"{model}|{t.key}"}))
     return rd.path
 
 
 PLANTED = "planted (truth)"  # the judge name a planted run's construction labels go by
 
 
-def planted_judgments(transcripts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def planted_judgments(transcripts: list[Transcript]) -> list[Judgment]:
     """For a synthetic run, its construction labels as privacy-judge records.
 
     They go through the same metric code as any judge's, so every judge can be compared with
@@ -184,7 +184,7 @@ def planted_judgments(transcripts: list[dict[str, Any]]) -> list[dict[str, Any]]
     """
     out = []
     for t in transcripts:
-        if "planted" in t:
-            out.append({"key": f"{t['key']}|privacy|all", "sim_key": t["key"], "judge": "privacy", "target": "all",
-                        "label": {"levels": t["planted"], "evidence": {}}, "failure": None})
+        if "planted" in t.payload:
+            out.append(Judgment(key=f"{t.key}|privacy|all", sim_key=t.key, judge="privacy", target="all",
+                                label={"levels": t.payload["planted"], "evidence": {}}))
     return out

@@ -9,23 +9,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from localbench.benchmarks.asb.design import DESIGN
 from localbench.benchmarks.asb.judges import ItemLeakJudge
 from localbench.benchmarks.asb.planting import PLANTABLE, PLANTED
-from localbench.benchmarks.asb.scenario import CATEGORY_NAMES
-from localbench.report.metrics import HEADLINE
-
-# Metrics computed from the leakage judges' labels (what `judges rejudge` recomputes by default):
-# the headline rate of each category, its _full/_partial/_worst splits, and CM's extraction rate.
-LEAKAGE_METRICS = frozenset(HEADLINE.values()) | {"CER"}
 
 
 class AgentSocialBench:
     name = "asb"
+    design = DESIGN
     item_judge = ItemLeakJudge()
     leakage_judges = ("privacy", "privacy_pairs")
-    headline = HEADLINE
     planted_judge = PLANTED
-    categories = tuple(CATEGORY_NAMES)
 
     def check_source(self, source: str):
         from localbench.benchmarks.asb.check import check_source
@@ -41,13 +35,13 @@ class AgentSocialBench:
     def category_of(self, scenario: Any) -> str:
         return scenario.category
 
-    def simulate(self, spec, progress: bool | None = None):
-        from localbench.benchmarks.asb.simulate import simulate
+    def simulator(self):
+        from localbench.benchmarks.asb.simulate import AsbSimulator
 
-        return simulate(spec, progress=progress)
+        return AsbSimulator()
 
     def rubric_files(self) -> list[Path]:
-        from localbench.judging.templates import judges_dir
+        from localbench.judging.rubrics import judges_dir
 
         return sorted((judges_dir() / "asb").glob("*.j2"))
 
@@ -60,19 +54,6 @@ class AgentSocialBench:
         from localbench.benchmarks.asb.scoring import scenario_scores
 
         return scenario_scores(transcripts, judgments, dict(scenarios), judge)
-
-    def aggregate(self, records, run_id: str, judge: str, seed: int = 0):
-        from localbench.benchmarks.asb.scoring import aggregate
-
-        return aggregate(records, run_id, judge, seed=seed)
-
-    def write_scores(self, run_dir: Path, records, scores) -> None:
-        from localbench.benchmarks.asb.scoring import write_scores
-
-        write_scores(run_dir, records, scores)
-
-    def is_leakage_metric(self, name: str) -> bool:
-        return name.split("_")[0] in LEAKAGE_METRICS
 
     def leak_units(self, scenario, judgments):
         from localbench.benchmarks.asb.metrics import leak_units

@@ -30,7 +30,7 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import CacheLayerMixin
 
-from localbench.serving.hf_attention import bias_from_allowed
+from localbench.serving.hf.attention import bias_from_allowed
 
 _SPARE_COLUMNS = 64  # columns added on each side beyond what is needed when the buffer grows
 
@@ -83,7 +83,7 @@ class BufferedKV:
     def attention_mask(self, live: torch.Tensor) -> torch.Tensor:
         """The 4-d mask [rows, 1, 1, column capacity] for a decode step whose new column comes after
         the live ones, from the live 2-d mask [rows, width + 1], as the additive bias the engine's
-        attention takes (0 = attend; see hf_attention)."""
+        attention takes (0 = attend; see attention)."""
         allowed = torch.zeros((self.rows, self.buffers[0][0].shape[2]), dtype=torch.bool, device=live.device)
         allowed[:, self.start : self.end + 1] = live.bool()
         return bias_from_allowed(allowed[:, None, None, :], self.buffers[0][0].dtype)

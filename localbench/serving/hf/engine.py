@@ -17,14 +17,14 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from localbench.serving import hf_attention, hf_linear, torch_thread
-from localbench.serving.hf_batcher import Feed, MicroBatcher
-from localbench.serving.hf_decode import DecodeStats, Row, RowOutput, decode, logits_width
-from localbench.serving.hf_grammar import GRAMMAR_BACKENDS, GrammarBackend, make_grammar_backend
-from localbench.serving.hf_prefix_cache import PrefixCache
+from localbench.serving.hf import attention, linear, torch_thread
+from localbench.serving.hf.batcher import Feed, MicroBatcher
+from localbench.serving.hf.decode import DecodeStats, Row, RowOutput, decode, logits_width
+from localbench.serving.hf.grammar import GRAMMAR_BACKENDS, GrammarBackend, make_grammar_backend
+from localbench.serving.hf.prefix_cache import PrefixCache
 from localbench.serving.presets import Preset, load_preset
 from localbench.serving.types import (
-    EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion, check_prompt_fits,
+    EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion, check_prompt_fits, text_messages,
 )
 from localbench.serving.weights import hub_revision, identity_of, materialize
 
@@ -126,8 +126,8 @@ class HFBackend:
         # xgrammar and outlines constrain differently: replies of one must not replay for the other
         self.identity = dataclasses.replace(identity, grammar=self.grammar_backend)
         self.requests_served = 0  # complete() calls that reached the model
-        self.grouped_attention = hf_attention.install(model)  # CPU decode steps; see hf_attention
-        hf_linear.pack_linears(model)  # CPU weights in oneDNN's layout; see hf_linear
+        self.grouped_attention = attention.install(model)  # CPU decode steps; see hf.attention
+        linear.pack_linears(model)  # CPU weights in oneDNN's layout; see hf.linear
         self.prefixes = PrefixCache(int(prefix_cache_gb * 2**30 / _kv_bytes_per_token(model)))
         self.stats = DecodeStats()  # prompt-processing vs decoding time, for progress and benchmarks
         # The event loop encodes prompts while the worker thread decodes replies; a fast tokenizer
@@ -196,7 +196,11 @@ class HFBackend:
         return self._batcher.batch_keys
 
     def prompt_ids(self, messages: list[Message]) -> list[int]:
-        """Token ids of the chat-templated prompt, ending with the assistant turn's opening."""
+        """Token ids of the chat-templated prompt, ending with the assistant turn's opening.
+
+        Text parts are joined into one string per message; an image part is refused
+        (ImageInputError) before anything is tokenized: this engine does not take images yet."""
+        messages = text_messages(messages, self.engine, self.identity.preset)
         with self._tokenizer_lock:
             text = self.tokenizer.apply_chat_template(
                 messages, tokenize=False, add_generation_prompt=True, **self.chat_template_kwargs
@@ -234,7 +238,7 @@ class HFBackend:
             "batch_wait_ms": round(self._batcher.batch_wait_s * 1000, 3),
             "max_model_len": self.max_model_len,
             "attn_implementation": getattr(self.model.config, "_attn_implementation", None),
-            "packed_linear_layers": hf_linear.packed_count(self.model),
+            "packed_linear_layers": linear.packed_count(self.model),
             "prefix_cache_tokens": self.prefixes.max_tokens,
             "torch": torch.__version__,
             "transformers": importlib.metadata.version("transformers"),

@@ -9,7 +9,7 @@ noise). Temperature 0 is greedy. Finished rows leave the batch (and the KV cache
 waiting requests take their places between steps. A prompt that starts like an earlier one (the
 same agent's previous turn, a shared system prompt, a judge's rubric) reuses that start's KV from
 the prefix cache and computes only the rest; a start that rows admitted together share is computed
-once. The running batch's KV lives in buffers written in place (hf_kv_buffer).
+once. The running batch's KV lives in buffers written in place (kv_buffer).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from typing import Any, Callable
 
 import torch
 
-from localbench.serving.hf_grammar import RowConstraint
-from localbench.serving.hf_kv_buffer import BufferedKV
-from localbench.serving.hf_prefix_cache import MIN_REUSE, CachedPrefix, PrefixCache
+from localbench.serving.hf.grammar import RowConstraint
+from localbench.serving.hf.kv_buffer import BufferedKV
+from localbench.serving.hf.prefix_cache import MIN_REUSE, CachedPrefix, PrefixCache
 from localbench.serving.types import FinishReason
 
 
@@ -84,7 +84,7 @@ def decode(
     batching), if the model's KV cache allows it (plain per-layer caches); otherwise a batch runs
     to its end before the next one starts. ``vocab_limit`` is the tokenizer's size: logits beyond
     it (embedding padding) are never picked. ``prefixes`` keeps prompts' KV for later requests
-    that start the same way (see hf_prefix_cache).
+    that start the same way (see prefix_cache).
     """
     stats = stats if stats is not None else DecodeStats()
     batch: _Batch | None = None
@@ -182,7 +182,7 @@ class _Batch:
         return keys, values
 
     def buffer(self, max_rows: int) -> None:
-        """Move the KV cache into in-place buffers with room for ``max_rows`` rows (see hf_kv_buffer),
+        """Move the KV cache into in-place buffers with room for ``max_rows`` rows (see kv_buffer),
         so decode steps, rows joining and rows leaving stop copying the whole cache."""
         self.kv = BufferedKV([(layer.keys, layer.values) for layer in self.cache.layers], max_rows)
         self.cache = self.kv.cache()
@@ -407,7 +407,7 @@ def _allocate_bitmask(n: int, model: Any) -> torch.Tensor:
 
 
 def logits_width(model: Any) -> int:
-    """Width of the model's logits (the output head's rows; its weight may be packed away, see hf_linear)."""
+    """Width of the model's logits (the output head's rows; its weight may be packed away, see linear)."""
     head = model.get_output_embeddings()
     return int(getattr(head, "out_features", None) or head.weight.shape[0])
 

@@ -1,0 +1,229 @@
+"""What a benchmark declares about itself, and the registry that finds a benchmark by name.
+
+A benchmark is a plug-in (``localbench.benchmarks.Benchmark``); its ``design`` is the typed
+declaration every shared layer reads instead of naming the benchmark's categories, levels, metrics
+or roles: the spec takes its default levels, roles and round limits from it, the score stage its
+metric catalogue, the CLI its embedded default run, Slurm planning and prefetch its roles, and the
+report its title, glossary, tables and figures.
+
+A leaf: plain data and a name → plug-in lookup, importing nothing of localbench's. The report
+builders a design names are loaded only when a report is rendered (``Design.report_plan``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from localbench.report.data import RunData
+    from localbench.report.figures import FigureResult
+    from localbench.report.tables import CellFormat, Table
+
+ALL = "ALL"
+"""The value a pooled axis takes in a scores row that pools every value of it."""
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One experimental axis: a key of every scores row.
+
+    ``kind``: the one ``condition`` axis is what a simulation runs under (the spec's ``levels``;
+    paired comparisons run across it); the one ``category`` axis groups scenarios (the spec's
+    ``categories``, ``limit`` per category and ``max_rounds`` per category).
+    """
+
+    name: str  # key in scores rows ("level", "category")
+    label: str  # for tables and figures ("Privacy level")
+    kind: Literal["condition", "category"]
+    values: tuple[str, ...] = ()  # known values in display order; others follow in first-seen order
+    default: tuple[str, ...] = ()  # condition axis: the levels a spec without `levels` runs
+
+    def order(self, seen: list[str]) -> list[str]:
+        """``seen`` values in this axis's display order, unknown ones after in their own order."""
+        known = [v for v in self.values if v in seen]
+        return known + [v for v in dict.fromkeys(seen) if v not in self.values]
+
+
+@dataclass(frozen=True)
+class Role:
+    """A model a run needs: a key of the spec's ``models``.
+
+    ``default`` names the role whose preset it takes when the spec gives none (the primary role,
+    the first declared, falls back to the packaged default model).
+    """
+
+    name: str
+    description: str
+    default: str | None = None
+    judge: bool = False  # the judge stage's model (exactly one role)
+    simulation: bool = True  # opened by the simulate stage (the judge role is not)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One entry of the metric catalogue."""
+
+    name: str
+    description: str = ""
+    higher_is_better: bool = False
+    unit: Literal["rate", "percent", "count", "score"] = "rate"
+    leakage: bool = False  # computed from the leakage judges' labels (`judges rejudge` recomputes it)
+    pooled: bool = False  # also reported over every category pooled (category ALL)
+    grouped: bool = False  # also reported per group (a refinement of a category a simulation carries)
+    glossary: bool = True  # listed in the report's glossary
+
+    @property
+    def decimals(self) -> int:
+        return 1 if self.unit == "percent" else 2
+
+
+@dataclass(frozen=True)
+class ReportPlan:
+    """The tables and figures a benchmark's report shows, in order, built with report/'s helpers."""
+
+    tables: tuple[Callable[["RunData", "CellFormat"], "list[Table]"], ...] = ()
+    figures: tuple[Callable[["RunData"], "FigureResult"], ...] = ()
+    glossary_note: str = ""  # a line under the metric glossary
+
+
+@dataclass(frozen=True)
+class Design:
+    """A benchmark's declaration (see the module docstring)."""
+
+    name: str  # registry name, spec.benchmark
+    title: str  # "AgentSocialBench"
+    axes: tuple[Axis, ...]
+    roles: tuple[Role, ...]
+    metrics: tuple[Metric, ...]
+    headline: Mapping[str, str]  # category -> the metric models are ranked and compared by
+    embedded_default: Mapping[str, Any] = field(default_factory=dict)  # `localbench run` with no arguments
+    max_rounds: Mapping[str, int] = field(default_factory=dict)  # category -> default round limit
+    report: str = ""  # "module:attribute" of a zero-argument function returning its ReportPlan
+
+    def __post_init__(self) -> None:
+        kinds = [a.kind for a in self.axes]
+        if kinds.count("condition") != 1 or kinds.count("category") != 1:
+            raise ValueError(f"design '{self.name}': needs exactly one condition axis and one category axis")
+        if sum(r.judge for r in self.roles) != 1:
+            raise ValueError(f"design '{self.name}': exactly one role must be the judge")
+        names = [r.name for r in self.roles]
+        for r in self.roles:
+            if r.default is not None and r.default not in names:
+                raise ValueError(f"design '{self.name}': role '{r.name}' defaults to unknown role '{r.default}'")
+        unknown = sorted(set(self.headline.values()) - {m.name for m in self.metrics})
+        if unknown:
+            raise ValueError(f"design '{self.name}': headline metrics {unknown} are not in its catalogue")
+
+    # -- axes ----------------------------------------------------------------------------------
+    @property
+    def condition(self) -> Axis:
+        return next(a for a in self.axes if a.kind == "condition")
+
+    @property
+    def category(self) -> Axis:
+        return next(a for a in self.axes if a.kind == "category")
+
+    @property
+    def categories(self) -> tuple[str, ...]:
+        return self.category.values
+
+    # -- roles ---------------------------------------------------------------------------------
+    @property
+    def primary_role(self) -> str:
+        """The role a run's scores are labelled with (the model under test)."""
+        return self.roles[0].name
+
+    @property
+    def judge_role(self) -> str:
+        return next(r.name for r in self.roles if r.judge)
+
+    @property
+    def simulation_roles(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.roles if r.simulation and not r.judge)
+
+    def role(self, name: str) -> Role:
+        for r in self.roles:
+            if r.name == name:
+                return r
+        raise KeyError(f"benchmark '{self.name}' has no role '{name}' (roles: {', '.join(self.role_names)})")
+
+    @property
+    def role_names(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.roles)
+
+    # -- metrics -------------------------------------------------------------------------------
+    def metric(self, name: str) -> Metric:
+        """The catalogue entry of ``name``; an unknown name (a metric a newer judge emits) reads
+        as a lower-is-better rate with no description."""
+        for m in self.metrics:
+            if m.name == name:
+                return m
+        return Metric(name)
+
+    def higher_is_better(self, name: str) -> bool:
+        return self.metric(name).higher_is_better
+
+    def is_leakage(self, name: str) -> bool:
+        return self.metric(name).leakage
+
+    @property
+    def pooled_metrics(self) -> tuple[str, ...]:
+        return tuple(m.name for m in self.metrics if m.pooled)
+
+    def report_plan(self) -> ReportPlan:
+        """The report's tables and figures (imported now: they need matplotlib)."""
+        if not self.report:
+            return ReportPlan()
+        return load(self.report)()
+
+
+# -- registry ----------------------------------------------------------------------------------
+
+DEFAULT_BENCHMARK = "asb"
+"""What a spec runs when it names no benchmark (the embedded default's)."""
+
+REGISTRY: dict[str, str] = {
+    "asb": "localbench.benchmarks.asb.plugin:AgentSocialBench",
+}
+"""name → "module:attribute" of the plug-in class; imported on first use, so `localbench --help`
+and runs of one benchmark never import another. The class carries its ``design``."""
+
+ENV = "LOCALBENCH_BENCHMARKS"
+"""More plug-ins without editing the package: ``name=module:Class`` entries, comma-separated
+(how the tests register their own benchmark in subprocesses and Slurm tasks)."""
+
+
+class UnknownBenchmark(ValueError):
+    pass
+
+
+def registered() -> dict[str, str]:
+    """The built-in registry plus the plug-ins named in $LOCALBENCH_BENCHMARKS."""
+    out = dict(REGISTRY)
+    for entry in (os.environ.get(ENV) or "").split(","):
+        name, sep, target = entry.strip().partition("=")
+        if sep and name.strip() and ":" in target:
+            out[name.strip()] = target.strip()
+    return out
+
+
+def load(target: str) -> Any:
+    """The attribute a "module:attribute" string names."""
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def plugin_class(name: str) -> Any:
+    target = registered().get(name)
+    if target is None:
+        raise UnknownBenchmark(f"unknown benchmark '{name}' (registered: {', '.join(sorted(registered()))})")
+    return load(target)
+
+
+def design_of(name: str) -> Design:
+    """The design of the benchmark registered as ``name`` (UnknownBenchmark otherwise)."""
+    return plugin_class(name).design

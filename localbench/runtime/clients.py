@@ -1,0 +1,71 @@
+"""The clients a run talks to, by role: which preset plays a role comes from the run's spec (and
+its benchmark's design), how it is served from ``serving.session``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from localbench.serving.cache import ResponseCache
+from localbench.serving.client import StructuredClient
+from localbench.serving.session import check_models_here, open_cache, open_client
+from localbench.spec import RunSpec
+
+
+def run_cache(spec: RunSpec, run_dir: str | Path) -> ResponseCache | None:
+    """The run's response cache: spec.cache, else <run dir>/cache.sqlite; None with no_cache."""
+    return open_cache(spec.cache, Path(run_dir), spec.no_cache)
+
+
+def client_for(spec: RunSpec, role: str, run_dir: str | Path, cache: ResponseCache | None = None) -> StructuredClient:
+    """A client for the preset that plays ``role`` (one of the design's roles)."""
+    return open_client(spec.model_for(role), spec.serving, spec.url_for(role),
+                       cache if cache is not None else run_cache(spec, run_dir), role=role)
+
+
+def check_models(spec: RunSpec, roles: Iterable[str] | None = None) -> None:
+    """Refuse at once a role (default: every role of the design) whose model cannot run here."""
+    names = list(roles) if roles is not None else list(spec.design.role_names)
+    check_models_here({r: spec.model_for(r) for r in names}, spec.serving, {r: spec.url_for(r) for r in names})
+
+
+@dataclass
+class RoleClients:
+    """The clients of a simulation, by role. Roles played by the same preset share one client (one
+    backend, one batch); ``aliases`` name call roles played by another role's model (a simulator
+    may speak as a role the spec does not list, played by one it does)."""
+
+    by_role: dict[str, StructuredClient]
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    cache: ResponseCache | None = None
+
+    @classmethod
+    def open(cls, spec: RunSpec, roles: Iterable[str], run_dir: str | Path,
+             aliases: Mapping[str, str] | None = None) -> "RoleClients":
+        cache = run_cache(spec, run_dir)
+        by_preset: dict[str, StructuredClient] = {}
+        by_role: dict[str, StructuredClient] = {}
+        try:
+            for role in roles:
+                preset = spec.model_for(role)
+                if preset not in by_preset:
+                    by_preset[preset] = client_for(spec, role, run_dir, cache=cache)
+                by_role[role] = by_preset[preset]
+        except BaseException:
+            if cache is not None:
+                cache.close()
+            raise
+        return cls(by_role, dict(aliases or {}), cache)
+
+    def for_role(self, role: str) -> StructuredClient:
+        return self.by_role[self.aliases.get(role, role)]
+
+    def distinct(self) -> list[StructuredClient]:
+        return list({id(c): c for c in self.by_role.values()}.values())
+
+    async def aclose(self) -> None:
+        for c in self.distinct():
+            await c.aclose()
+        if self.cache is not None:
+            self.cache.close()

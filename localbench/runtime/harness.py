@@ -1,0 +1,182 @@
+"""The simulate stage every benchmark shares: plan → resume → run concurrently → record.
+
+A benchmark hands over a ``Simulator`` (how to load its scenarios, plan its simulations, play one
+and describe itself); this does the rest the same way for all of them:
+
+- every simulation is a ``Unit`` keyed ``<scenario>|<level>|<seed index>``; with a shard set, only
+  this shard's units run (``RunSpec.select_shard``);
+- spec.yaml records the resolved spec, the simulator's provenance and a fingerprint (prompts,
+  scenario contents, engines); resuming a directory made with other settings is refused before any
+  model is loaded;
+- all units run as coroutines over one client per preset (``runtime.scheduler``), so the engine
+  sees a turn of every live simulation at once; each finished one is appended to
+  transcripts.jsonl as it ends, and a rerun skips the keys already there;
+- a simulation that raises is written as a failed ``Transcript`` (scored as failed, never as no
+  leak), except for engine failures (a dead server, missing weights): those go to
+  sim_errors.jsonl only and the simulation runs again on the next attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from localbench.records import JsonlStore, RecordStore, Transcript
+from localbench.rundir import RunDir
+from localbench.runtime.clients import RoleClients
+from localbench.runtime.scheduler import Job, JobError, run_jobs
+from localbench.runtime.summary import SimulationSummary
+from localbench.serving.types import EngineError
+from localbench.spec import RunSpec, SpecError
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One simulation of a run's plan: its identity, and the simulator's own task object."""
+
+    scenario: str
+    category: str
+    level: str
+    seed_index: int = 0
+    task: Any = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.scenario}|{self.level}|{self.seed_index}"
+
+
+class Simulator(Protocol):
+    """What a benchmark gives the shared simulate stage."""
+
+    call_roles: tuple[str, ...]  # the roles its calls are made as (recorded in the fingerprint)
+    aliases: Mapping[str, str]  # call role -> the design role whose model plays it
+
+    def check(self, spec: RunSpec) -> None:
+        """Refuse a spec it cannot run (SpecError naming the field), before anything is written."""
+
+    def load(self, spec: RunSpec) -> tuple[list[Any], int]:
+        """The spec's scenarios and the number of load warnings."""
+
+    def plan(self, spec: RunSpec, scenarios: list[Any]) -> list[Unit]:
+        """Every simulation of the run, before sharding."""
+
+    def fingerprint(self, scenarios: list[Any]) -> dict[str, str]:
+        """What besides the spec makes two runs the same experiment (prompt set, scenario contents)."""
+
+    def provenance(self, spec: RunSpec, clients: RoleClients, scenarios: list[Any], n_issues: int) -> dict[str, Any]:
+        """spec.yaml's ``simulation`` section (see ``model_provenance`` for its models)."""
+
+    def play(self, unit: Unit, clients: RoleClients, spec: RunSpec) -> Awaitable[Transcript]:
+        """Play one simulation to its end."""
+
+
+def model_provenance(clients: RoleClients, roles: Sequence[str]) -> dict[str, Any]:
+    """What spec.yaml records of the model behind each role."""
+    out = {}
+    for role in roles:
+        c = clients.for_role(role)
+        b = c.backend
+        out[role] = {"preset": c.model_name, "identity": asdict(b.identity), "engine": b.engine,
+                     "grammar_backend": b.grammar_backend, "max_model_len": b.max_model_len,
+                     "describe": b.describe()}
+    return out
+
+
+def _write_spec(rd: RunDir, spec: RunSpec, section: dict[str, Any], fingerprint: dict[str, str]) -> None:
+    """Write spec.yaml with the simulation section, keeping other stages' sections; refuses to
+    resume a run made with other settings, prompts or scenario contents (``fingerprint``)."""
+    old = rd.read_spec() if rd.spec_file.exists() else {}
+    keep = {k: v for k, v in old.items()
+            if k not in ("spec", "created", "resumed", "versions", "fingerprint", "simulation")}
+    plain = json.loads(json.dumps(section, default=str))  # engine facts may be str subclasses (torch versions)
+    rd.write_spec(spec, {**keep, "simulation": plain}, fingerprint)
+
+
+def error_transcript(unit: Unit, model: str, err: JobError) -> Transcript:
+    """The record of a simulation that raised: no entries, every metric of it fails."""
+    return Transcript(key=unit.key, scenario=unit.scenario, category=unit.category, level=unit.level,
+                      seed_index=unit.seed_index, model=model, termination="error", error=err.error,
+                      traceback=err.traceback[-4000:], finished_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+
+
+async def simulate_scenarios(spec: RunSpec, simulator: Simulator, scenarios: list[Any], clients: RoleClients,
+                             run_dir: str | Path | None = None, *, progress: bool | None = None,
+                             n_issues: int = 0) -> SimulationSummary:
+    """Run every simulation of ``spec`` over ``scenarios`` not yet in the run's transcripts."""
+    simulator.check(spec)
+    rd = RunDir(run_dir if run_dir is not None else spec.run_dir)
+    units = simulator.plan(spec, scenarios)
+    mine = set(spec.select_shard([u.key for u in units]))
+    units = [u for u in units if u.key in mine]
+    engines = ",".join(f"{role}={clients.for_role(role).backend.engine}" for role in simulator.call_roles)
+    _write_spec(rd, spec, simulator.provenance(spec, clients, scenarios, n_issues),
+                {**simulator.fingerprint(scenarios), "engines": engines})
+    store = RecordStore(rd.path / "transcripts.jsonl", Transcript)
+    errors_file = JsonlStore(rd.path / "sim_errors.jsonl", key_field="id")
+    todo = [u for u in units if u.key not in store]
+    summary = SimulationSummary(rd.path, total=len(units), already_done=len(units) - len(todo))
+    ends: Counter[str] = Counter()
+    by_key = {u.key: u for u in todo}
+    primary = clients.for_role(spec.design.primary_role).model_name
+
+    def on_done(job: Job, rec: Transcript) -> None:
+        store.append(rec)
+        summary.done += 1
+        ends[rec.termination] += 1
+        summary.failed_turns += rec.n_failed_turns
+        summary.context_cuts += rec.n_context_cuts
+        summary.context_exhausted += rec.termination == "context_exhausted"
+
+    def on_error(job: Job, err: JobError) -> None:
+        errors_file.append({"id": f"{job.key}@{time.time():.6f}", "key": job.key, "error": err.error,
+                            "traceback": err.traceback[-4000:]})
+        if isinstance(err.exception, EngineError):
+            summary.engine_errors += 1
+            summary.first_engine_error = summary.first_engine_error or err.error
+            return
+        store.append(error_transcript(by_key[job.key], primary, err))
+        summary.errors += 1
+        ends["error"] += 1
+
+    if summary.already_done:  # the progress below counts only what is left
+        print(f"resuming {rd.path}: {summary.already_done} of {summary.total} simulations already done, "
+              f"{len(todo)} to run", file=sys.stderr, flush=True)
+    jobs = [Job(u.key, (lambda u=u: simulator.play(u, clients, spec)), label=u.key) for u in todo]
+    report = await run_jobs(jobs, concurrency=spec.serving.max_concurrency, on_done=on_done, on_error=on_error,
+                            stats=[c.stats for c in clients.distinct()], progress=progress)
+    summary.terminations = dict(ends)
+    summary.wall_s = report.wall_s
+    return summary
+
+
+def open_clients(spec: RunSpec, simulator: Simulator, run_dir: str | Path | None = None) -> RoleClients:
+    """One client per distinct preset among the design's simulation roles, sharing the run's cache."""
+    return RoleClients.open(spec, spec.design.simulation_roles, run_dir if run_dir is not None else spec.run_dir,
+                            simulator.aliases)
+
+
+def simulate(spec: RunSpec, simulator: Simulator, *, progress: bool | None = None) -> SimulationSummary:
+    """The whole stage in one call: load, check the directory, open the models, simulate, close."""
+    simulator.check(spec)
+    scenarios, n_issues = simulator.load(spec)
+    if not scenarios:
+        raise SpecError(f"no scenarios selected from '{spec.scenarios}' (categories {spec.categories}, "
+                        f"limit {spec.limit})")
+    RunDir(spec.run_dir).check_same_run(spec, simulator.fingerprint(scenarios))  # before any model is loaded
+
+    async def go() -> SimulationSummary:
+        clients = open_clients(spec, simulator)
+        try:
+            return await simulate_scenarios(spec, simulator, scenarios, clients, progress=progress,
+                                            n_issues=n_issues)
+        finally:
+            await clients.aclose()
+
+    return asyncio.run(go())
