@@ -75,6 +75,9 @@ class Metric:
     pooled: bool = False  # also reported over every category pooled (category ALL)
     grouped: bool = False  # also reported per group (a refinement of a category a simulation carries)
     glossary: bool = True  # listed in the report's glossary
+    interval: Literal["bootstrap", "wilson"] = "bootstrap"
+    """bootstrap: a percentile bootstrap over scenarios (their seeds averaged first); wilson: a
+    proportion over simulations (the metric is 0/1 per simulation), Wilson's score interval."""
 
     @property
     def decimals(self) -> int:
@@ -83,10 +86,16 @@ class Metric:
 
 @dataclass(frozen=True)
 class ReportPlan:
-    """The tables and figures a benchmark's report shows, in order, built with report/'s helpers."""
+    """The tables and figures a benchmark's report shows, in order, built with report/'s helpers.
+
+    The report opens with ``lead`` (one table: its headline results) and the figure named
+    ``lead_figure``; the other tables and figures follow.
+    """
 
     tables: tuple[Callable[["RunData", "CellFormat"], "list[Table]"], ...] = ()
     figures: tuple[Callable[["RunData"], "FigureResult"], ...] = ()
+    lead: Callable[["RunData", "CellFormat"], "Table"] | None = None
+    lead_figure: str = ""
     glossary_note: str = ""  # a line under the metric glossary
 
 
@@ -103,6 +112,12 @@ class Design:
     embedded_default: Mapping[str, Any] = field(default_factory=dict)  # `localbench run` with no arguments
     max_rounds: Mapping[str, int] = field(default_factory=dict)  # category -> default round limit
     report: str = ""  # "module:attribute" of a zero-argument function returning its ReportPlan
+    paired_test: Literal["sign-flip", "mcnemar"] = "sign-flip"
+    """How two levels (or models) are compared on the same scenarios: a sign-flip permutation test
+    of the per-scenario differences, or McNemar's test on 0/1 outcomes paired by simulation."""
+    paired_metrics: tuple[tuple[str, str], ...] = ()
+    """Two metrics of the same simulations to compare (e.g. leaks in the final output vs between
+    agents), per model and level over every category, with the same paired test."""
 
     def __post_init__(self) -> None:
         kinds = [a.kind for a in self.axes]
@@ -188,6 +203,7 @@ DEFAULT_BENCHMARK = "asb"
 
 REGISTRY: dict[str, str] = {
     "asb": "localbench.benchmarks.asb.plugin:AgentSocialBench",
+    "agentleak": "localbench.benchmarks.agentleak.plugin:AgentLeak",
 }
 """name → "module:attribute" of the plug-in class; imported on first use, so `localbench --help`
 and runs of one benchmark never import another. The class carries its ``design``."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ import yaml
 from pydantic import ValidationError
 
 from localbench.benchmarks import Benchmark, get_benchmark
-from localbench.errors import UserError, field_error, yaml_error
+from localbench.errors import IncompleteRun, UserError, field_error, yaml_error
 from localbench.records import Transcript
 from localbench.rundir import RunDir, changed_files
 from localbench.spec import RunSpec
@@ -72,7 +73,10 @@ def simulate_stage(spec: RunSpec, progress: bool | None = None) -> Path:
     summary = simulate(spec, benchmark_of(spec).simulator(), progress=progress)
     log(summary.line())  # how many ran now and how many a resumed run found already done
     if summary.engine_errors:
-        raise UserError(
+        from localbench.errors import StorageError
+
+        kind = StorageError if (summary.first_engine_error or "").startswith("CacheStorageError") else IncompleteRun
+        raise kind(
             f"{summary.engine_errors} of {summary.total} simulations stopped by engine errors, the first: "
             f"{summary.first_engine_error}. Finished simulations are kept in {summary.run_dir}; fix the engine "
             f"and rerun the same command to run the rest (details: {summary.run_dir / 'sim_errors.jsonl'})")
@@ -101,6 +105,7 @@ async def _judge(spec: RunSpec, rd: RunDir, progress: bool | None = None) -> Non
     from localbench.rundir import file_hashes
     from localbench.runtime.clients import client_for
 
+    t0 = time.monotonic()
     transcripts = read_transcripts(rd)
     if not transcripts:
         raise UserError(f"{rd.path}: no transcripts to judge (run `localbench simulate` first)")
@@ -117,7 +122,8 @@ async def _judge(spec: RunSpec, rd: RunDir, progress: bool | None = None) -> Non
         })
         log(f"judging {len(transcripts)} simulations with {spec.judge_model}")
         summary = await judge_transcripts(spec, transcripts, scenarios, client, rd.judgments(), show_progress=progress)
-        log(f"judging done: {summary.done} calls made, {summary.skipped} already done, {summary.failed} failed")
+        log(f"judging done: {summary.done} calls made, {summary.skipped} already done, {summary.failed} failed "
+            f"({time.monotonic() - t0:.1f} s)")
     finally:
         await client.aclose()
 
@@ -164,6 +170,7 @@ def judge_stage(spec: RunSpec, progress: bool | None = None) -> None:
 def score_stage(spec: RunSpec):
     from localbench.scoring import aggregate, write_scores
 
+    t0 = time.monotonic()
     bm = benchmark_of(spec)
     rd = RunDir(spec.run_dir)
     transcripts = read_transcripts(rd)
@@ -172,6 +179,9 @@ def score_stage(spec: RunSpec):
     records = bm.scenario_scores(transcripts, judgments, scenarios_for(spec), judge)
     scores = aggregate(records, bm.design, spec.resolved_run_id, judge, seed=spec.seed)
     scores.failures = dict(Counter(j.judge for j in judgments if j.failure))
+    from localbench.judging.sanity import check_judgments
+
+    scores.judge_warnings = check_judgments(judgments, bm.judge_checks(), judge)  # warnings, never exclusions
     unscored = Counter((r.unscored, r.judge_stage_finishes) for r in records if r.unscored)
     for (why, judging), n in sorted(unscored.items()):
         hint = f" (`localbench judge {rd.path}` finishes it)" if judging else ""
@@ -180,16 +190,41 @@ def score_stage(spec: RunSpec):
     n_ctx = sum(1 for t in transcripts if t.termination == "context_exhausted")
     if n_ctx:
         scores.notes.append(f"{n_ctx} simulations ended early: context_exhausted")
+    planned, missing = missing_simulations(spec, {t.key for t in transcripts})
+    if missing:
+        scores.planned_simulations, scores.missing_simulations = planned, missing
+        scores.notes.insert(0, missing_note(planned, missing, rd.path))
+        log(f"warning: {missing_note(planned, missing, rd.path)}")
     write_scores(rd.path, records, scores)
-    log(f"scores: {len(scores.rows)} rows → {rd.path / 'scores.json'}")
+    log(f"scores: {len(scores.rows)} rows → {rd.path / 'scores.json'} ({time.monotonic() - t0:.1f} s)")
     return scores
+
+
+def missing_simulations(spec: RunSpec, have: set[str]) -> tuple[int, dict[str, int]]:
+    """How many simulations the spec lists (this shard's, for a shard) and, per category, how many
+    of them have no transcript."""
+    sim = benchmark_of(spec).simulator()
+    scenarios, _ = sim.load(spec)
+    units = sim.plan(spec, scenarios)
+    mine = set(spec.select_shard([u.key for u in units]))
+    missing = Counter(u.category for u in units if u.key in mine and u.key not in have)
+    return len(mine), dict(sorted(missing.items()))
+
+
+def missing_note(planned: int, missing: dict[str, int], run: Path) -> str:
+    n = sum(missing.values())
+    per = ", ".join(f"{c} {k}" for c, k in missing.items())
+    return (f"{n} of the {planned} simulations the spec lists have no transcript in {run / 'transcripts.jsonl'} "
+            f"({per}): the scores cover the rest only; rerun the command that made the run to simulate them "
+            "(finished ones are skipped)")
 
 
 def report_stage(spec: RunSpec) -> Path:
     from localbench.report import render_report
 
+    t0 = time.monotonic()
     path = render_report(spec.run_dir)
-    log(f"report: {path}")
+    log(f"report: {path} ({time.monotonic() - t0:.1f} s)")
     return path
 
 

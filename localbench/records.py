@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Generic, Iterable, Iterator, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from localbench.errors import UserError, field_error
+from localbench.errors import STORAGE_ERRNOS, StorageError, UserError, field_error
 
 
 class CorruptRecord(UserError, ValueError):
@@ -75,12 +75,28 @@ class JsonlStore:
         with self._lock:
             if key in self._keys:
                 return False
-            with open(self.path, "a", encoding="utf-8") as f:
-                f.write(line)
-                f.flush()
-                os.fsync(f.fileno())
+            size = self.path.stat().st_size if self.path.exists() else 0
+            try:
+                with open(self.path, "a", encoding="utf-8") as f:
+                    f.write(line)
+                    f.flush()
+                    os.fsync(f.fileno())
+            except OSError as e:  # disk full, read-only: keep every line before this one whole
+                self._cut_back(size)
+                if e.errno in STORAGE_ERRNOS:
+                    raise StorageError.from_os_error(e, self.path) from e
+                raise
             self._keys.add(key)
         return True
+
+    def _cut_back(self, size: int) -> None:
+        """Remove what a failed append left of its line (the file ends at a whole record again)."""
+        try:
+            if self.path.exists() and self.path.stat().st_size > size:
+                with open(self.path, "r+b") as f:
+                    f.truncate(size)
+        except OSError:
+            pass  # the next open drops a torn last line anyway (_repair_tail)
 
 
 # -- typed records -----------------------------------------------------------------------------

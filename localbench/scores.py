@@ -52,6 +52,27 @@ class PairedComparison(BaseModel):
     ci_high: float | None
     p_value: float | None
     n_pairs: int
+    test: str = "sign-flip"  # the p-value's test: sign-flip permutation, or mcnemar (0/1 outcomes)
+
+
+class JudgeWarning(BaseModel):
+    """A degenerate pattern in one judge's answers across the run (``localbench.judging.sanity``).
+
+    A warning, not an exclusion: the metrics computed from these labels are still reported; the
+    report shows the warnings above its tables so that they are not read as findings.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    judge: str  # the benchmark's judge (the Judgment.judge field), e.g. a behaviour judge
+    judge_model: str  # the preset whose answers these are
+    pattern: str  # "constant" | "contradiction" | "undefined"
+    message: str  # one complete line: the judge, what was seen, with counts
+    count: int  # simulations (or answers, see unit) showing the pattern
+    total: int  # out of this many
+    unit: str = "simulations"  # what count and total count: "simulations" or "answers"
+    metrics: list[str] = Field(default_factory=list)  # metrics computed from these labels
+    examples: list[str] = Field(default_factory=list)  # up to 3 simulation keys that show it
 
 
 class Scores(BaseModel):
@@ -65,11 +86,22 @@ class Scores(BaseModel):
     comparisons: list[PairedComparison] = Field(default_factory=list)
     failures: dict[str, int] = Field(default_factory=dict)  # judge name -> failed calls
     notes: list[str] = Field(default_factory=list)
+    judge_warnings: list[JudgeWarning] = Field(default_factory=list)  # degenerate judge answers (not exclusions)
+    # Simulations the spec lists that have no transcript (deleted, never run, or stopped by engine
+    # errors), per category; with how many the spec lists in all. Written only when some are
+    # missing (a complete run's scores.json is as before).
+    missing_simulations: dict[str, int] = Field(default_factory=dict)
+    planned_simulations: int | None = None
 
     def write(self, path: str | Path) -> None:
         from localbench.files import write_atomic
 
-        write_atomic(Path(path), json.dumps(self.model_dump(), indent=1, ensure_ascii=False))
+        data = self.model_dump()
+        if not data["missing_simulations"]:
+            del data["missing_simulations"], data["planned_simulations"]
+        if not data["judge_warnings"]:  # a run whose judges show no degenerate pattern: as before
+            del data["judge_warnings"]
+        write_atomic(Path(path), json.dumps(data, indent=1, ensure_ascii=False))
 
     @classmethod
     def read(cls, path: str | Path) -> "Scores":

@@ -19,7 +19,7 @@ from pathlib import Path
 from localbench.design import ALL, Design
 from localbench.records import ScenarioScore, write_records
 from localbench.scores import PairedComparison, ScoreRow, Scores
-from localbench.stats import bootstrap_ci, paired_bootstrap_test
+from localbench.stats import bootstrap_ci, mcnemar_test, paired_bootstrap_test, wilson_ci
 
 CI_RESAMPLES = 1000
 TEST_RESAMPLES = 10000
@@ -43,12 +43,26 @@ def per_scenario(records: list[ScenarioScore], metric: str) -> tuple[dict[str, f
     return means, len(failed - set(means)), n_sims
 
 
+def per_simulation(records: list[ScenarioScore], metric: str) -> tuple[list[float], int]:
+    """Every simulation's value of a proportion metric (0/1), and how many simulations failed it."""
+    values = [float(r.metrics[metric]) for r in records if r.metrics.get(metric) is not None]
+    bad = [v for v in values if v not in (0.0, 1.0)]
+    if bad:
+        raise ValueError(f"metric '{metric}' is declared a proportion (interval wilson) but a simulation gave {bad[0]}")
+    return values, sum(1 for r in records if metric in r.failed)
+
+
 def _row(design: Design, metric: str, model: str, judge: str, level: str, category: str,
          records: list[ScenarioScore], seed: int, group: str = "") -> ScoreRow | None:
     per, n_failed, n_failed_sims = per_scenario(records, metric)
     if not per and not n_failed and not any(metric in r.metrics for r in records):
         return None  # not a metric of these simulations; one undefined in all of them keeps its n=0 row
-    ci = bootstrap_ci(list(per.values()), n_resamples=CI_RESAMPLES, seed=seed)
+    if design.metric(metric).interval == "wilson":  # a proportion of simulations
+        values, failed = per_simulation(records, metric)
+        ci = wilson_ci(int(sum(values)), len(values))
+        n_failed = failed
+    else:
+        ci = bootstrap_ci(list(per.values()), n_resamples=CI_RESAMPLES, seed=seed)
     ok = ci.n > 0
     return ScoreRow(metric=metric, model=model, judge=judge, level=level, category=category, group=group,
                     mean=ci.estimate if ok else None, ci_low=ci.low if ok else None,
@@ -81,9 +95,9 @@ def aggregate(records: list[ScenarioScore], design: Design, run_id: str, judge: 
             row = _row(design, metric, model, judge, level, cat, recs, seed)
             if row:
                 scores.rows.append(row)
-        if cat == ALL:
-            continue
         for metric in grouped:
+            if cat == ALL and metric not in design.pooled_metrics:
+                continue
             by_group: dict[str, list[ScenarioScore]] = defaultdict(list)
             for r in recs:
                 if r.group:
@@ -92,7 +106,7 @@ def aggregate(records: list[ScenarioScore], design: Design, run_id: str, judge: 
                 row = _row(design, metric, model, judge, level, cat, grs, seed, group=group)
                 if row:
                     scores.rows.append(row)
-    scores.comparisons = comparisons(records, design, seed)
+    scores.comparisons = comparisons(records, design, seed) + metric_pairs(records, design, seed)
     return scores
 
 
@@ -104,33 +118,65 @@ def comparisons(records: list[ScenarioScore], design: Design, seed: int = 0) -> 
     levels = design.condition.order([r.level for r in records])
     cats = [c for c in dict.fromkeys(r.category for r in records) if c in design.headline]
 
+    mcnemar = design.paired_test == "mcnemar"
+
     def series(model: str, level: str, cat: str, metric: str) -> dict[str, float]:
         recs = [r for r in records if r.model == model and r.level == level and r.category == cat]
+        if mcnemar:  # paired by simulation (scenario and seed), each a 0/1 outcome
+            return {f"{r.scenario}|{r.seed_index}": float(r.metrics[metric]) for r in recs
+                    if r.metrics.get(metric) is not None}
         return per_scenario(recs, metric)[0]
+
+    def compare(metric: str, cat: str, a: str, b: str, fixed: str, sa: dict, sb: dict) -> PairedComparison:
+        return _compare(metric, cat, a, b, fixed, sa, sb, seed, discordant(sa, sb) if mcnemar else None)
 
     for cat in cats:
         metric = design.headline[cat]
         for model in models:
             for lv in levels[1:]:
-                out.append(_compare(metric, cat, levels[0], lv, model, series(model, levels[0], cat, metric),
-                                    series(model, lv, cat, metric), seed))
+                out.append(compare(metric, cat, levels[0], lv, model, series(model, levels[0], cat, metric),
+                                   series(model, lv, cat, metric)))
         for lv in levels:
             for ma, mb in itertools.combinations(models, 2):
-                out.append(_compare(metric, cat, ma, mb, lv, series(ma, lv, cat, metric),
-                                    series(mb, lv, cat, metric), seed))
+                out.append(compare(metric, cat, ma, mb, lv, series(ma, lv, cat, metric), series(mb, lv, cat, metric)))
+    return out
+
+
+def metric_pairs(records: list[ScenarioScore], design: Design, seed: int = 0) -> list[PairedComparison]:
+    """The design's ``paired_metrics``: metric a against metric b on the same simulations, per model
+    and level over every category."""
+    out = []
+    mcnemar = design.paired_test == "mcnemar"
+    for a, b in design.paired_metrics:
+        for model in sorted({r.model for r in records}):
+            for level in design.condition.order([r.level for r in records]):
+                recs = [r for r in records if r.model == model and r.level == level]
+                sa = {r.key: float(r.metrics[a]) for r in recs if r.metrics.get(a) is not None and r.metrics.get(b) is not None}
+                sb = {r.key: float(r.metrics[b]) for r in recs if r.key in sa}
+                out.append(_compare(f"{a} vs {b}", ALL, a, b, f"{model} · {level}", sa, sb, seed,
+                                    discordant(sa, sb) if mcnemar else None))
     return out
 
 
 def _compare(metric: str, cat: str, a: str, b: str, fixed: str, sa: dict[str, float], sb: dict[str, float],
-             seed: int) -> PairedComparison:
+             seed: int, mcnemar: tuple[int, int] | None = None) -> PairedComparison:
     t = paired_bootstrap_test(sb, sa, n_resamples=TEST_RESAMPLES, seed=seed)  # diff = b − a
 
     def num(x: float | None) -> float | None:
         return None if x is None or math.isnan(x) else float(x)
 
+    p = num(t.p_value)
+    if mcnemar is not None:  # 0/1 outcomes paired by simulation: McNemar's test on the discordant pairs
+        p = mcnemar_test(*mcnemar).p_value if t.n_pairs else None
     return PairedComparison(metric=metric, category=cat, a=a, b=b, fixed=fixed, diff=num(t.diff),
-                            ci_low=num(t.ci_low), ci_high=num(t.ci_high), p_value=num(t.p_value),
-                            n_pairs=t.n_pairs)
+                            ci_low=num(t.ci_low), ci_high=num(t.ci_high), p_value=p, n_pairs=t.n_pairs,
+                            test="mcnemar" if mcnemar is not None else "sign-flip")
+
+
+def discordant(sa: dict[str, float], sb: dict[str, float]) -> tuple[int, int]:
+    """(pairs where only a is 1, pairs where only b is 1) over the keys both have."""
+    both = sa.keys() & sb.keys()
+    return (sum(1 for k in both if sa[k] >= 0.5 > sb[k]), sum(1 for k in both if sb[k] >= 0.5 > sa[k]))
 
 
 def keep_metrics(records: list[ScenarioScore], keep) -> list[ScenarioScore]:

@@ -88,6 +88,8 @@ def test_run_then_each_stage_alone_give_the_same_scores(tmp_path, tiny_dir):
     assert "Secret leak rate by tone" in html and (whole / "figures" / "toy_tone.png").stat().st_size > 1000
     assert "secret leak rate: simulations whose notes revealed the secret" in html  # its glossary
     assert (whole / "tables" / "toy_tones.csv").exists()
+    assert len(list((whole / "view" / "data" / "sims").glob("*.js"))) == 8  # its viewer, written by `run`
+    _the_viewer_shows_a_toy_simulation(whole)
 
     common = ["--benchmark", "toy", "--agent", "tiny-random", "--out", str(tmp_path), "--run-id", "staged",
               "--max-rounds", "1", "--no-progress"]
@@ -102,6 +104,23 @@ def test_run_then_each_stage_alone_give_the_same_scores(tmp_path, tiny_dir):
     cli("report", str(staged))
     again = json.loads((staged / "scores.json").read_text())
     assert again["rows"] == scores["rows"] and again["comparisons"] == scores["comparisons"]
+
+
+def _the_viewer_shows_a_toy_simulation(run: Path) -> None:
+    """The shared viewer, with the toy's own axes, participants, secret and labels."""
+    from browser import page
+
+    with page() as pg:
+        pg.goto((run / "view" / "index.html").resolve().as_uri())
+        assert pg.text_content("#count").startswith("8 of 8 simulations shown")
+        assert "Topic" in pg.text_content("#list thead") and "Tone" in pg.text_content("#list thead")
+        pg.select_option("select[data-filter=category]", "trip")
+        assert pg.text_content("#count").startswith("4 of 8")
+        pg.locator("#list tbody tr a").first.click()
+        pg.wait_for_selector("section.sim")
+        assert "rented a cabin by the lake" in pg.text_content("table.items")  # the first trip scenario by key
+        assert pg.locator("table.labels tbody tr").count() == 1 and "secret" in pg.text_content("table.labels")
+        assert pg.problems == []
 
 
 def test_rejudge_gold_eval_data_check_and_slurm(tmp_path, tiny_dir):

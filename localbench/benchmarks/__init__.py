@@ -19,10 +19,12 @@ if TYPE_CHECKING:
     from localbench.judging.calls import ItemJudge
     from localbench.judging.gold import GoldItem
     from localbench.judging.runner import JudgeTask
+    from localbench.judging.sanity import JudgeChecks
     from localbench.records import Judgment, RecordStore, ScenarioScore, Transcript
     from localbench.runtime.harness import Simulator
     from localbench.serving.client import StructuredClient
     from localbench.spec import RunSpec
+    from localbench.viewdata import SimulationView
 
 
 class CategoryCheck(Protocol):
@@ -95,6 +97,14 @@ class Benchmark(Protocol):
     def write_planted_run(self, run_dir: Path, source: str, shares: dict[str, float], seed: int = 0) -> Path: ...
 
     def consequence_notes(self, categories: set[str]) -> list[str]: ...
+
+    def judge_checks(self) -> JudgeChecks:
+        """The degenerate answer patterns the score stage looks for in its judges (judging.sanity)."""
+        ...
+
+    def view_simulation(self, transcript: Transcript, judgments: list[Judgment], scenario: Any) -> SimulationView:
+        """What the run viewer shows of one simulation under one judge's labels."""
+        ...
 
 
 def get_benchmark(name: str) -> Benchmark:

@@ -89,6 +89,15 @@ def model_provenance(clients: RoleClients, roles: Sequence[str]) -> dict[str, An
     return out
 
 
+def scenarios_hash(scenarios: Sequence[Any]) -> str:
+    """The scenarios' contents (pydantic models, not where they were read from: ``source`` is left
+    out): an edited file makes another run."""
+    import hashlib
+
+    docs = sorted(json.dumps(s.model_dump(mode="json", exclude={"source"}), sort_keys=True) for s in scenarios)
+    return hashlib.sha256("\n".join(docs).encode()).hexdigest()[:16]
+
+
 def _write_spec(rd: RunDir, spec: RunSpec, section: dict[str, Any], fingerprint: dict[str, str]) -> None:
     """Write spec.yaml with the simulation section, keeping other stages' sections; refuses to
     resume a run made with other settings, prompts or scenario contents (``fingerprint``)."""

@@ -299,6 +299,40 @@ class ToySecrets:
     def consequence_notes(self, categories: set[str]) -> list[str]:
         return []
 
+    def judge_checks(self):
+        """Nothing of its own: the generic constant-answer check covers the grader."""
+        from localbench.judging.sanity import JudgeChecks
+
+        return JudgeChecks()
+
+    def view_simulation(self, transcript, judgments, scenario):
+        """The viewer's view: two participants, one secret the friend must not learn, one label."""
+        from localbench.viewdata import Label, Message, Panel, Participant, PrivateItem, SimulationView
+
+        s: Secret = scenario
+        labels = []
+        for j in judgments:
+            if j.failure or j.label is None:
+                labels.append(Label(judge=j.judge, item=s.id, recipient=s.friend, source="failed", failure=j.failure,
+                                    judge_model=j.judge_model, rubric_hash=j.rubric_hash))
+                continue
+            level = j.label["levels"].get(s.id, "none")
+            evidence = j.label.get("evidence", {}).get(s.id, "")
+            carried = [e.index for e in transcript.entries
+                       if level != "none" and e.kind == "message" and evidence and evidence.lower() in e.content.lower()]
+            labels.append(Label(judge=j.judge, item=s.id, recipient=s.friend, level=level, evidence=evidence,
+                                messages=carried, source="rule" if j.judge_model == "rule" else "model",
+                                judge_model=j.judge_model, rubric_hash=j.rubric_hash))
+        return SimulationView(
+            key=transcript.key, scenario=s.id, category=s.topic, level=transcript.level,
+            seed_index=transcript.seed_index, model=transcript.model, termination=transcript.termination, task=s.task,
+            participants=[Participant(id=s.teller, name=s.teller, kind="teller"),
+                          Participant(id=s.friend, name=s.friend, kind="friend")],
+            items=[PrivateItem(id=s.id, owner=s.teller, text=s.secret, forbidden=[s.friend])],
+            messages=[Message(index=e.index, round=e.round, sender=e.sender, recipients=e.recipients, channel=e.channel,
+                              kind=e.kind, content=e.content) for e in transcript.entries],
+            labels=labels, panels=[Panel(title="Tone", rows=[("tone", transcript.level)])], error=transcript.error)
+
 
 # -- its report: one table and one figure of its own, from the shared helpers ------------------------
 
@@ -322,7 +356,10 @@ def tone_table(run, fmt):
 def tone_figure(run):
     from localbench.report.figures import metric_by_level
 
-    return metric_by_level(run, "toy_tone", "Secret leak rate by tone", [(t, "SLR") for t in TOPICS])
+    fig = metric_by_level(run, "toy_tone", "Secret leak rate by tone", [(t, "SLR") for t in TOPICS])
+    fig.caption = "A careful tone should keep more secrets: its line should sit below the open tone's."
+    fig.alt = "Line charts of the secret leak rate against the tone, one per topic."
+    return fig
 
 
 def report_plan() -> ReportPlan:

@@ -76,6 +76,16 @@ class AgentSocialBench:
 
         return write_planted_run(run_dir, source, shares, seed=seed)
 
+    def view_simulation(self, transcript, judgments, scenario):
+        from localbench.benchmarks.asb.view import view_simulation
+
+        return view_simulation(transcript, judgments, scenario)
+
+    def judge_checks(self):
+        from localbench.benchmarks.asb.judges import judge_checks
+
+        return judge_checks()
+
     def consequence_notes(self, categories: set[str]) -> list[str]:
         if categories - set(PLANTABLE):
             return ["multi-party categories use the pair rubric (privacy_pairs.j2), which the gold set does not "

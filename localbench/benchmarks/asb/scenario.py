@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from localbench.errors import path_name_problem
 from localbench.runtime.log import SYSTEM as SYSTEM_ID
 
 Category = Literal["CD", "MC", "CU", "GC", "HS", "CM", "AM"]
@@ -42,6 +43,24 @@ class Person(_Strict):
     simulated: bool = False
     # per-domain sensitivity 1-5 where the source labels it (upstream profiles; see docs/fidelity.md)
     sensitivity: dict[str, Annotated[int, Field(ge=1, le=5)]] = Field(default_factory=dict)
+
+    @field_validator("profile")
+    @classmethod
+    def _profile_labels(cls, v: dict[str, Any]) -> dict[str, Any]:
+        """An explicit ``sensitivity`` anywhere in the profile is an integer 1-5 (as in every
+        upstream file): "very high" or 9 is a broken file, refused naming where it sits."""
+        def walk(x: Any, where: str) -> None:
+            if isinstance(x, dict):
+                for k, y in x.items():
+                    path = f"{where}.{k}" if where else str(k)
+                    if k == "sensitivity" and not (isinstance(y, int) and not isinstance(y, bool) and 1 <= y <= 5):
+                        raise ValueError(f"{path} must be an integer from 1 to 5, got {y!r}")
+                    walk(y, path)
+            elif isinstance(x, list):
+                for i, y in enumerate(x):
+                    walk(y, f"{where}[{i}]")
+        walk(v, "")
+        return v
 
 
 class Agent(_Strict):
@@ -119,6 +138,17 @@ class Scenario(_Strict):
     target_domain: str | None = None  # CD only
     source: str = ""  # where it was loaded from (file path, hf:NAME, builtin)
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, v: str) -> str:
+        """Scenario ids key the records (``scenario|level|seed``) and may name files (viewer pages,
+        exports): one plain name, no path separators, no '..', no '|'."""
+        problem = path_name_problem(v) or (f"{v!r} contains '|', which separates the parts of a record key"
+                                           if "|" in v else None)
+        if problem:
+            raise ValueError(f"scenario id {problem}")
+        return v
 
     @model_validator(mode="after")
     def _references_resolve(self) -> "Scenario":

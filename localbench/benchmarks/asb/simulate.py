@@ -7,8 +7,6 @@ the multi-party categories. Resume, failure records, sharding and provenance are
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,7 @@ from localbench.benchmarks.asb.scenario import CATEGORY_NAMES, Scenario
 from localbench.records import Transcript
 from localbench.runtime import harness
 from localbench.runtime.clients import RoleClients
-from localbench.runtime.harness import Unit, model_provenance
+from localbench.runtime.harness import Unit, model_provenance, scenarios_hash
 from localbench.runtime.summary import SimulationSummary
 from localbench.spec import RunSpec, SpecError
 
@@ -99,12 +97,6 @@ def fingerprint(scenarios: list[Scenario]) -> dict[str, str]:
     """What besides the spec makes two runs the same experiment (spec.yaml's ``fingerprint``; the
     engine each role ran on is added once the models are open)."""
     return {"prompt_set": prompt_set_hash(), "scenarios": scenarios_hash(scenarios)}
-
-
-def scenarios_hash(scenarios: list[Scenario]) -> str:
-    """The scenarios' contents (not where they were read from): an edited file makes another run."""
-    docs = sorted(json.dumps(s.model_dump(mode="json", exclude={"source"}), sort_keys=True) for s in scenarios)
-    return hashlib.sha256("\n".join(docs).encode()).hexdigest()[:16]
 
 
 def load_for(spec: RunSpec) -> tuple[list[Scenario], int]:

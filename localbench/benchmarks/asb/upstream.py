@@ -98,7 +98,7 @@ def _is_label(v: Any) -> bool:
 
 
 def domain_sensitivity(profile: dict[str, Any]) -> tuple[dict[str, int], list[tuple[str, Any]]]:
-    """Per-domain sensitivity of an embedded profile, and the out-of-range labels it skipped.
+    """Per-domain sensitivity of an embedded profile, and the labels that are not integers 1-5.
 
     A domain-level ``sensitivity`` wins where it exists. Otherwise the domain takes the highest
     attribute-level label, whichever upstream shape carries it (``_attribute_labels``).
@@ -299,9 +299,11 @@ def _profile(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def _sensitivity(ctx: _Ctx, profile: dict[str, Any], where: str) -> dict[str, int]:
+    """Per-domain labels; a label that is not an integer 1-5 rejects the file (every upstream
+    file uses integers 1-5, so anything else is a broken file, not a shape to skip)."""
     labels, bad = domain_sensitivity(profile)
     for path, v in bad:
-        ctx.warn(f"{where}.{path}", f"sensitivity label {v!r} is not an integer 1-5; ignored")
+        ctx.fail(f"{where}.{path}", f"sensitivity must be an integer from 1 to 5, got {v!r}")
     return labels
 
 
