@@ -17,8 +17,14 @@ many replies hit the limit), so an early stop cannot flatter a mode.
 Engines are opened through ``localbench.serving.engines.open_backend``; one that cannot be
 imported or started (e.g. no vLLM here) is skipped with a message.
 
+``--batch-invariant both`` also measures each engine the way ``serving.batch_invariant: true``
+runs it (docs/simulation.md, "Batch invariance"): hf with one row per forward pass and no prefix
+reuse; vLLM with VLLM_BATCH_INVARIANT=1 where its kernels run (not the CPU build: skipped with the
+reason). Its rows are labelled ``hf+bi`` / ``vllm+bi``; the last table gives the cost.
+
     .venv/bin/python bench/engine_throughput.py                      # hf on tiny-random and smollm2-135m
     .venv/bin/python bench/engine_throughput.py --engines hf,vllm --json results.json
+    .venv/bin/python bench/engine_throughput.py --presets smollm2-135m --batch-invariant both
 """
 
 from __future__ import annotations
@@ -122,7 +128,7 @@ def _engine_stats(backend: Any) -> dict[str, float] | None:
 
 async def bench_engine(
     engine: str, preset: str, batches: list[int], max_tokens: int, temperature: float, per_slot: int,
-    repeats: int, options: dict[str, Any],
+    repeats: int, options: dict[str, Any], label: str | None = None,
 ) -> tuple[list[Measurement], dict[str, Any]] | None:
     from localbench.serving.engines import open_backend
 
@@ -130,7 +136,7 @@ async def bench_engine(
     try:
         backend = open_backend(preset, engine, **options)
     except Exception as e:  # noqa: BLE001 - a missing engine is reported and skipped, not fatal
-        print(f"[skip] {engine} on {preset}: cannot open the engine: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"[skip] {label or engine} on {preset}: cannot open the engine: {type(e).__name__}: {e}", file=sys.stderr)
         return None
     load_s = time.perf_counter() - t0
     facts = {"load_s": round(load_s, 1), **backend.describe()}
@@ -144,6 +150,7 @@ async def bench_engine(
                 tries = [await _measure(backend, preset, mode, batch, per_slot, max_tokens, temperature)
                          for _ in range(repeats)]
                 m = max(tries, key=lambda t: t.tokens_per_s)  # best of N: other load only slows a run down
+                m.engine = label or m.engine
                 results.append(m)
                 print(f"  {engine:5} {preset:14} {mode:4} batch {batch:3}: {m.tokens:6d} tok in {m.seconds:7.2f} s"
                       f" = {m.tokens_per_s:8.1f} tok/s ({m.at_limit}/{m.requests} at max_tokens)", file=sys.stderr)
@@ -186,6 +193,20 @@ def table(results: list[Measurement]) -> str:
     return "\n".join(lines)
 
 
+def invariance_table(results: list[Measurement]) -> str:
+    """Markdown: what serving.batch_invariant costs, engine by engine (X+bi over X, same batch)."""
+    key = {(m.engine, m.preset, m.mode, m.batch): m for m in results}
+    lines = ["| engine | model | mode | batch | default tok/s | batch-invariant tok/s | batch-invariant / default |",
+             "|---|---|---|---:|---:|---:|---:|"]
+    for (engine, preset, mode, batch), bi in key.items():
+        if not engine.endswith("+bi") or (engine[:-3], preset, mode, batch) not in key:
+            continue
+        base = key[(engine[:-3], preset, mode, batch)]
+        lines.append(f"| {engine[:-3]} | {preset} | {mode} | {batch} | {base.tokens_per_s:.1f} | {bi.tokens_per_s:.1f} | "
+                     f"{_ratio(bi.tokens_per_s, base.tokens_per_s)} |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
 def _num(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.1f}"
 
@@ -196,6 +217,18 @@ def _pct(x: float | None) -> str:
 
 def _ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.1f}x" if a and b else "n/a"
+
+
+def _batch_invariant_arm(engine: str, options: dict[str, Any]) -> dict[str, Any] | str:
+    """The options serving.batch_invariant gives ``engine``, or why it cannot run that way here."""
+    if engine == "hf":
+        return {**options, "max_batch_size": 1, "prefix_cache_gb": 0.0}
+    if engine == "vllm":
+        from localbench.serving.vllm_engine import batch_invariance_support
+
+        ok, why = batch_invariance_support()
+        return dict(options) if ok else why
+    return "the openai engine's server decides (start it with VLLM_BATCH_INVARIANT=1)"
 
 
 def machine() -> str:
@@ -219,6 +252,8 @@ async def main(argv: list[str] | None = None) -> int:
                     help="run each measurement this many times and keep the fastest (shared machines)")
     ap.add_argument("--grammar", default=None, help="hf grammar backend (xgrammar or outlines)")
     ap.add_argument("--dtype", default=None, help="hf weights dtype (default: the preset's), e.g. bfloat16")
+    ap.add_argument("--batch-invariant", choices=("off", "on", "both"), default="off",
+                    help="measure engines as serving.batch_invariant runs them: instead (on) or as well (both)")
     ap.add_argument("--json", dest="json_out", default=None, help="also write the raw measurements here")
     args = ap.parse_args(argv)
 
@@ -233,18 +268,36 @@ async def main(argv: list[str] | None = None) -> int:
                 options["grammar"] = args.grammar
             if args.dtype:
                 options["dtype"] = args.dtype
-        for preset in [p.strip() for p in args.presets.split(",") if p.strip()]:
-            got = await bench_engine(engine, preset, batches, args.max_tokens, args.temperature,
-                                     args.per_slot, args.repeats, options)
-            if got is not None:
-                all_results.extend(got[0])
-                facts[f"{engine}/{preset}"] = got[1]
+        arms = [(engine, options)] if args.batch_invariant != "on" else []
+        if args.batch_invariant != "off":
+            bi = _batch_invariant_arm(engine, options)
+            if isinstance(bi, str):
+                print(f"[skip] {engine}+bi: {bi}", file=sys.stderr)
+                facts[f"{engine}+bi"] = {"skipped": bi}
+            else:
+                arms.append((f"{engine}+bi", bi))
+        for label, opts in arms:
+            for preset in [p.strip() for p in args.presets.split(",") if p.strip()]:
+                if label.endswith("+bi") and engine == "vllm":
+                    os.environ["VLLM_BATCH_INVARIANT"] = "1"  # read as the engine starts
+                got = await bench_engine(engine, preset, batches, args.max_tokens, args.temperature,
+                                         args.per_slot, args.repeats, opts, label=label)
+                os.environ.pop("VLLM_BATCH_INVARIANT", None)
+                if got is not None:
+                    all_results.extend(got[0])
+                    facts[f"{label}/{preset}"] = got[1]
 
     print(f"\nMachine: {machine()}")
     print(f"Command: {' '.join([os.path.basename(sys.executable), *sys.argv])}")
     print(f"max_tokens {args.max_tokens}, temperature {args.temperature}, {args.per_slot} requests per slot, "
           f"best of {args.repeats}\n")
     print(table(all_results))
+    cost = invariance_table(all_results)
+    if cost:
+        print("\nWhat serving.batch_invariant costs:\n\n" + cost)
+    for name, f in facts.items():
+        if "skipped" in f:
+            print(f"\n{name}: not measured: {f['skipped']}")
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump({"machine": machine(), "args": vars(args), "engines": facts,

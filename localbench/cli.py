@@ -20,7 +20,7 @@ app = typer.Typer(
 )
 
 # Modules under localbench/commands that each define register(app).
-COMMAND_MODULES = ["models", "generate", "serve", "data", "simulate", "run", "judges", "slurm", "report"]
+COMMAND_MODULES = ["models", "generate", "serve", "data", "simulate", "run", "judges", "slurm", "report", "view"]
 
 
 def _register_all() -> None:
@@ -41,14 +41,21 @@ INTERRUPTED = 130  # typer's exit status for Ctrl-C
 
 
 def main() -> None:
-    """Entry point: clear one-line errors for bad input instead of tracebacks."""
-    from localbench.errors import UserError
+    """Entry point: clear one-line errors for bad input instead of tracebacks. The exit status says
+    what kind of error it was (localbench.errors: 1 incomplete, 2 bad input, 3 cannot write)."""
+    from localbench.errors import STORAGE_ERRNOS, StorageError, UserError
 
     try:
         app()
     except UserError as e:
         typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)
-        sys.exit(2)
+        sys.exit(e.exit_code)
+    except OSError as e:  # a path that cannot be written (disk full, read-only, --out is a file)
+        if e.errno not in STORAGE_ERRNOS:
+            raise
+        err = StorageError.from_os_error(e)
+        typer.secho(f"error: {err}", fg=typer.colors.RED, err=True)
+        sys.exit(err.exit_code)
     except SystemExit as e:
         if e.code == INTERRUPTED:
             typer.secho("interrupted: everything that finished is kept (each result is written as it finishes); "

@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from localbench.design import DEFAULT_BENCHMARK, Design, UnknownBenchmark, design_of
-from localbench.errors import UserError, field_error, yaml_error
+from localbench.errors import UserError, field_error, path_name_problem, yaml_error
 
 DEFAULT_MODEL = "smollm2-135m"
 """The packaged small model: the primary role's preset when a spec names none."""
@@ -38,6 +38,10 @@ class EngineOptions(BaseModel):
     prefix_cache_gb: float = Field(4.0, ge=0)  # hf only: prompt KV kept for reuse by later turns (0 = off)
     max_concurrency: int = Field(64, ge=1)  # openai: requests in flight
     max_retries: int = Field(2, ge=0)  # invalid replies retried with a new seed
+    # the same request gives the same reply however many run at once: vLLM's batch-invariant
+    # kernels where the installed vLLM has them, one row per forward pass (and no prefix reuse)
+    # on hf; refused where neither holds (docs/simulation.md, "Batch invariance")
+    batch_invariant: bool = False
 
 
 NOT_RESULTS: dict[str, Any] = {
@@ -89,6 +93,15 @@ class RunSpec(BaseModel):
     num_shards: int | None = Field(None, ge=1)
     slurm: dict[str, Any] = Field(default_factory=dict)  # sbatch options (see localbench/slurm)
     extra: dict[str, Any] = Field(default_factory=dict)  # benchmark-specific options
+
+    @field_validator("run_id")
+    @classmethod
+    def _run_id(cls, v: str | None) -> str | None:
+        """The run directory is out/<run_id>: one directory name, never a path out of ``out``."""
+        problem = None if v is None else path_name_problem(v)
+        if problem:
+            raise ValueError(f"the run id names the run directory inside 'out': {problem}")
+        return v
 
     @field_validator("benchmark")
     @classmethod
@@ -176,8 +189,14 @@ class RunSpec(BaseModel):
 
     def result_fields(self) -> dict[str, Any]:
         """The fields that determine the results: not where they go, how the work is split or
-        scheduled, nor how a server is reached (a restarted server on a new port is the same run)."""
-        return self.model_dump(mode="json", exclude=NOT_RESULTS)
+        scheduled, nor how a server is reached (a restarted server on a new port is the same run).
+
+        ``serving.batch_invariant`` is one, but only when set: a spec without it (every spec written
+        before it existed) hashes as it always did, so existing runs keep their run id."""
+        out = self.model_dump(mode="json", exclude=NOT_RESULTS)
+        if not out.get("serving", {}).get("batch_invariant"):
+            out.get("serving", {}).pop("batch_invariant", None)
+        return out
 
     def content_hash(self) -> str:
         """Hash of what determines the results (``result_fields``)."""

@@ -28,7 +28,26 @@ CPUS=$(nproc)
 # RealMemory must not exceed what slurmd detects, or the node is marked invalid.
 MEM=$(( $(awk '/MemTotal/{print int($2/1024)}' /proc/meminfo) * 85 / 100 ))
 
-PKGS="slurmctld slurmd slurm-client munge"
+# Another apt or dpkg (unattended-upgrades, a provisioning script) may hold the dpkg lock: wait
+# for it (up to SLURM_UP_LOCK_TIMEOUT seconds) instead of failing, and let apt wait too.
+LOCK_TIMEOUT=${SLURM_UP_LOCK_TIMEOUT:-600}
+dpkg_locked() { lslocks -n -o PATH 2>/dev/null | grep -qE '^/var/lib/(dpkg/lock(-frontend)?|apt/lists/lock)$'; }
+wait_for_dpkg_lock() {
+  local waited=0
+  while dpkg_locked; do
+    [ "$waited" = 0 ] && lap "waiting for the dpkg lock (another apt or dpkg is running; up to ${LOCK_TIMEOUT}s)"
+    if [ "$waited" -ge "$LOCK_TIMEOUT" ]; then
+      echo "slurm-up.sh: the dpkg lock is still held after ${LOCK_TIMEOUT}s (see: lslocks | grep dpkg); rerun when it is free" >&2
+      exit 1
+    fi
+    sleep 2
+    waited=$((waited + 2))
+  done
+  [ "$waited" = 0 ] || lap "dpkg lock free after ${waited}s"
+}
+apt_get() { apt-get -o DPkg::Lock::Timeout="$LOCK_TIMEOUT" "$@"; }  # apt waits too, should the lock come back
+
+PKGS=${SLURM_UP_PKGS:-"slurmctld slurmd slurm-client munge"}
 [ "$WITH_DBD" = 1 ] && PKGS="$PKGS slurmdbd mariadb-server"
 missing=""
 for p in $PKGS; do
@@ -37,9 +56,10 @@ done
 mkdir -p "$LOG_DIR"
 if [ -n "$missing" ]; then
   export DEBIAN_FRONTEND=noninteractive
-  if ! apt-get install -y --no-install-recommends $missing >"$LOG_DIR/slurm-up-apt.log" 2>&1; then
-    apt-get update >>"$LOG_DIR/slurm-up-apt.log" 2>&1
-    apt-get install -y --no-install-recommends $missing >>"$LOG_DIR/slurm-up-apt.log" 2>&1 \
+  wait_for_dpkg_lock
+  if ! apt_get install -y --no-install-recommends $missing >"$LOG_DIR/slurm-up-apt.log" 2>&1; then
+    apt_get update >>"$LOG_DIR/slurm-up-apt.log" 2>&1
+    apt_get install -y --no-install-recommends $missing >>"$LOG_DIR/slurm-up-apt.log" 2>&1 \
       || { echo "apt-get install failed; see $LOG_DIR/slurm-up-apt.log" >&2; tail -5 "$LOG_DIR/slurm-up-apt.log" >&2; exit 1; }
   fi
   lap "installed:$missing"

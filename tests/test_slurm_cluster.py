@@ -291,3 +291,31 @@ def test_serve_mode_runs_the_agent_in_a_server_it_starts_and_stops(cluster, mode
     assert "stopping" in (run / "shards" / "0.agent-server.log").read_text()  # it got Ctrl-C, stopped vLLM
     with pytest.raises(ProcessLookupError):
         os.kill(int(m.group(1)), 0)
+
+
+def test_agentleak_runs_on_slurm_unchanged(cluster, model_ready, tmp_path):
+    """Another benchmark through the same submission path: a 2-shard AgentLeak array whose merge job
+    judges, scores and reports; every planned trace appears once and the report names the benchmark."""
+    from localbench.benchmarks.agentleak.simulate import AgentLeakSimulator
+    from localbench.spec import RunSpec
+
+    d = spec_dict(run_id="agentleak", benchmark="agentleak", num_shards=2, limit=1,
+                  categories=["healthcare", "finance"], levels=["single", "multi"], max_tokens=64,
+                  slurm={"after_merge": ["localbench judge {run}", "localbench score {run}",
+                                         "localbench report {run}"]})
+    d["max_rounds"] = {"healthcare": 2, "finance": 2}  # AgentLeak's categories, not the example's
+    run, rec = submit(write_spec(tmp_path / "spec.yaml", d), tmp_path)
+    st = wait_for(lambda: finished(run), 600, "the AgentLeak array and its merge job", run, every=1.0)
+    assert [s["state"] for s in st["shards"]] == ["COMPLETED"] * 2 and st["merge"]["state"] == "COMPLETED", \
+        diagnostics(run)
+
+    s = RunSpec.model_validate({k: v for k, v in d.items() if k != "slurm"})
+    sim = AgentLeakSimulator()
+    want = {u.key for u in sim.plan(s, sim.load(s)[0])}
+    assert len(want) == 4  # 2 verticals x 1 scenario x (single, multi)
+    per_shard = [no_duplicates(run / "shards" / str(i) / "transcripts.jsonl") for i in range(2)]
+    assert all(per_shard) and sum(len(k) for k in per_shard) == len(want)
+    assert set(no_duplicates(run / "transcripts.jsonl")) == want
+    scores = json.loads((run / "scores.json").read_text())
+    assert scores["benchmark"] == "agentleak", scores.keys()
+    assert "AgentLeak" in (run / "report.md").read_text()

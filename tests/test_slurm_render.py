@@ -64,8 +64,9 @@ def bash_syntax_ok(script: str, tmp_path: Path) -> None:
 EXAMPLE_SPECS = sorted(EXAMPLES.glob("*.yaml"))
 
 
-def test_there_are_four_examples():
-    assert {p.stem for p in EXAMPLE_SPECS} == {"one-gpu", "multi-gpu-tp", "split-agent-judge", "cpu-test-queue"}
+def test_there_are_five_examples():
+    assert {p.stem for p in EXAMPLE_SPECS} == {"one-gpu", "multi-gpu-tp", "split-agent-judge", "cpu-test-queue",
+                                               "multi-node-judge"}
 
 
 @pytest.mark.parametrize("spec_file", EXAMPLE_SPECS, ids=lambda p: p.stem)
@@ -86,6 +87,16 @@ CASES = {
     # custom post-merge commands with placeholders
     "after-merge": (dict(slurm={"after_merge": ["localbench score {run}", "python analyse.py --run {run} --spec {spec}"]}),
                     None),
+    # each shard on 2 nodes x 4 GPUs: Ray across them, the agent's vLLM server on the head, then the judge's
+    "multi-node-array": (dict(models={"agent": "qwen2.5-7b-instruct"},
+                              slurm={"nodes": 2, "gres": "gpu:4", "serve": True, "judge_per_shard": True,
+                                     "time": "08:00:00"}), None),
+    # a GPU array whose merge job unsets what it would inherit (null) and caps the requeues at 1
+    "merge-own-resources": (dict(models={"agent": "qwen2.5-7b-instruct"},
+                                 slurm={"gres": "gpu:1", "partition": "gpu", "mem": "64G", "cpus_per_task": 8,
+                                        "extra_sbatch": ["--exclusive", "--mail-type=END"], "max_requeues": 1,
+                                        "merge_job": {"partition": None, "mem": None, "time": "00:20:00",
+                                                      "extra_sbatch": None}}), None),
 }
 
 
@@ -128,7 +139,8 @@ def test_each_job_gets_threads_from_its_own_cpus():
     assert "#SBATCH --cpus-per-task=2\n" in files["merge.sbatch"]
     assert "export OMP_NUM_THREADS=2\n" in files["merge.sbatch"]
     inherited = rendered(RunSpec.model_validate({"run_id": "x", "slurm": {"cpus_per_task": 16}}))["merge.sbatch"]
-    assert "export OMP_NUM_THREADS=16\n" in inherited  # no merge_job.cpus_per_task: the array's
+    # no merge_job.cpus_per_task: the array's, at most 4 for a merge job that holds no GPU
+    assert "export OMP_NUM_THREADS=4\n" in inherited and "#SBATCH --cpus-per-task=4\n" in inherited
     merge_only = rendered(RunSpec.model_validate({"run_id": "x", "slurm": {"merge_job": {"cpus_per_task": 4}}}))
     assert "OMP_NUM_THREADS" not in merge_only["array.sbatch"]
     assert "export OMP_NUM_THREADS=4\n" in merge_only["merge.sbatch"]
@@ -291,6 +303,8 @@ argv = sys.argv[1:]
 if argv[:2] == ["slurm", "exec"]:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     os.execvp(argv[2], argv[2:])
+if argv[:2] == ["slurm", "node-ip"]:
+    print("10.1.2.3")
 if argv[:2] == ["slurm", "free-port"]:  # a new port on each call
     ports = os.environ["LB_STUB_LOG"] + ".ports"
     n = len(open(ports).read()) if os.path.exists(ports) else 0
@@ -308,7 +322,8 @@ if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
 # the first record is written once signals are handled, so a test that waits for it may signal
 log({{"cmd": {name!r}, "argv": argv, "cwd": os.getcwd(),
      "env": {{k: os.environ.get(k) for k in ("HF_HOME", "VLLM_CACHE_ROOT", "LOCALBENCH_CACHE", "HF_HUB_OFFLINE",
-                                             "LB_HOSTILE", "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "LB_PORT")}}}})
+                                             "LB_HOSTILE", "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "LB_PORT",
+                                             "RAY_ADDRESS", "LOCALBENCH_SERVER_LOGS")}}}})
 ready = os.environ["LB_STUB_LOG"] + ".ready."
 if argv[:1] == ["serve"]:
     open(ready + argv[-1], "w").close()
@@ -319,6 +334,8 @@ if argv[:2] == ["slurm", "wait-url"]:
         time.sleep(0.05)
 if {name!r} == "localbench" and (argv[:1] == ["serve"] or os.environ.get("LB_STUB_SLEEP")):
     time.sleep(float(os.environ.get("LB_STUB_SLEEP", "60")))
+if {name!r} == "srun":  # a Ray node: runs until the task stops it
+    time.sleep(60)
 sys.exit(int(os.environ.get("LB_STUB_EXIT", "0")))
 """)
     f.chmod(0o755)
@@ -377,7 +394,9 @@ def test_hostile_values_reach_the_program_literally(tmp_path):
     out, _ = p.communicate(timeout=60)
     assert p.returncode == 0, out
     calls = _stub_log(tmp_path)
-    assert [c["argv"] for c in calls] == [["slurm", "merge", str(plan.layout.run)], ["judge", str(plan.layout.run)]]
+    assert [c["argv"] for c in calls] == [["slurm", "merge", str(plan.layout.run)],
+                                          ["slurm", "usage", str(plan.layout.run), "--record"],
+                                          ["judge", str(plan.layout.run)]]
     assert list(tmp_path.rglob("pwned*")) == []  # no payload ever ran
 
 
@@ -397,7 +416,8 @@ def test_signal_is_forwarded_and_the_task_stops(tmp_path, sig, requeues):
     _stub(tmp_path / "bin", "localbench")
     _stub(tmp_path / "bin", "scontrol")
     plan = make_plan(RunSpec.model_validate({"run_id": "s", "out": str(tmp_path / "runs")}), workdir=tmp_path)
-    p = _run_script(render_array(plan).script, tmp_path, {"SLURM_ARRAY_TASK_ID": "1", "LB_STUB_SLEEP": "60"})
+    p = _run_script(render_array(plan).script, tmp_path, {"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_JOB_ID": "70",
+                                                          "LB_STUB_SLEEP": "60"})
     deadline = time.monotonic() + 30
     while not _stub_log(tmp_path) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -410,7 +430,8 @@ def test_signal_is_forwarded_and_the_task_stops(tmp_path, sig, requeues):
     calls = _stub_log(tmp_path)
     assert any(c.get("signal") == signal.SIGTERM and c["argv"][0] == "simulate" for c in calls)  # forwarded
     requeued = [c for c in calls if c.get("cmd") == "scontrol" and "argv" in c]
-    assert ([c["argv"] for c in requeued] == [["requeue", "77"]]) == requeues
+    # task 1 of array 70 (whose own job id is 77) requeues itself alone, not the array 70 / job 77
+    assert ([c["argv"] for c in requeued] == [["requeue", "70_1"]]) == requeues
     state = json.loads(plan.layout.state_file(1).read_text())
     assert state["exit_code"] == 143 and state["signal"] == sig.name.removeprefix("SIG")
 
@@ -456,3 +477,218 @@ def test_serve_mode_on_shared_gpus_stops_the_agent_server_before_the_judge_start
               for c in _stub_log(tmp_path) if c["argv"][0] in ("serve", "simulate", "judge")]
     assert events == [("serve", "tiny-random", False), ("simulate", None, False), ("serve", "tiny-random", True),
                       ("serve", "smollm2-135m", False), ("judge", None, False), ("serve", "smollm2-135m", True)]
+
+
+# ---- issue 18: requeue target and cap, the merge job's own resources, multi-node, modules -------
+
+def test_the_self_requeue_cap_fails_the_task_with_a_clear_line(tmp_path):
+    """max_requeues=1: the first warning requeues the task; the second warning in the same job
+    does not, and the task ends FAILED-to-be (exit 143) with the reason in its log and state file."""
+    _stub(tmp_path / "bin", "localbench")
+    _stub(tmp_path / "bin", "scontrol")
+    plan = make_plan(RunSpec.model_validate({"run_id": "cap", "out": str(tmp_path / "runs"),
+                                             "slurm": {"max_requeues": 1}}), workdir=tmp_path)
+    env = {"SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_JOB_ID": "70", "LB_STUB_SLEEP": "60"}
+    outs = []
+    for restart in ("0", "1"):
+        (tmp_path / "stub.log").unlink(missing_ok=True)
+        p = _run_script(render_array(plan).script, tmp_path, {**env, "SLURM_RESTART_COUNT": restart})
+        deadline = time.monotonic() + 30
+        while not any(c["argv"][0] == "simulate" for c in _stub_log(tmp_path)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        os.kill(p.pid, signal.SIGUSR1)
+        out, _ = p.communicate(timeout=30)
+        assert p.returncode == 143, out
+        outs.append((out, [c["argv"] for c in _stub_log(tmp_path) if c.get("cmd") == "scontrol" and "argv" in c]))
+    assert outs[0][1] == [["requeue", "70_0"]] and "self-requeue 1 of at most 1" in outs[0][0]
+    assert outs[1][1] == [] and "error: the time limit came again after 1 self-requeue(s)" in outs[1][0]
+    state = json.loads(plan.layout.state_file(0).read_text())
+    assert state["gave_up"] == "max_requeues" and state["requeues"] == 1 and state["job"] == "70_0"
+    runs = [json.loads(x) for x in (plan.layout.state / "shard-0.runs.jsonl").read_text().splitlines()]
+    assert [r["restart"] for r in runs] == [0, 1] and all(r["end"] >= r["start"] for r in runs)
+    # status reads the reason from the state file once the scheduler has forgotten the task
+    from localbench.slurm.layout import SubmissionRecord, JobSubmission
+    from localbench.slurm.status import run_status
+
+    plan.layout.write_record(SubmissionRecord(run_dir=str(plan.layout.run), num_shards=1, job_name="lb-cap",
+                                              log_dir=str(tmp_path), workdir=str(tmp_path),
+                                              submissions=[JobSubmission(array_job="70", shards=[0],
+                                                                         array_script="x")]))
+    st = run_status(plan.layout.run)
+    assert st.shards[0].state == "FAILED" and "stopped at the time limit after 1 self-requeue(s)" in st.shards[0].why
+
+
+def test_a_warning_as_early_as_the_time_limit_is_refused():
+    with pytest.raises(SlurmOptionsError, match=r"^my\.yaml: field 'slurm\.signal': the warning USR1@120 comes 120 s "
+                                                r"before the time limit, but slurm\.time '2' is 120 s"):
+        make_plan(RunSpec.model_validate({"run_id": "t", "slurm": {"time": "2"}}), "my.yaml", workdir=WORKDIR)
+    with pytest.raises(SlurmOptionsError, match=r"slurm\.merge_job\.time '00:01:00' is 60 s"):
+        make_plan(RunSpec.model_validate({"run_id": "t", "slurm": {"time": "1:00:00", "signal": "USR1@90",
+                                                                   "merge_job": {"time": "00:01:00"}}}),
+                  workdir=WORKDIR)
+    # a later warning, no warning, or Slurm's default of 60 s against 2 minutes: fine
+    for slurm in ({"time": "2", "signal": "USR1@30"}, {"time": "1", "signal": None}, {"time": "2", "signal": "USR1"}):
+        make_plan(RunSpec.model_validate({"run_id": "t", "slurm": slurm}), workdir=WORKDIR)
+
+
+def test_the_merge_job_has_its_own_resources():
+    def merge(slurm: dict, models: dict | None = None) -> str:
+        spec = RunSpec.model_validate({"run_id": "m", "models": models or {"agent": "qwen2.5-7b-instruct"},
+                                       "slurm": slurm})
+        return rendered(spec)["merge.sbatch"]
+
+    gpu_array = {"partition": "gpu-large", "qos": "normal", "time": "1-00:00:00", "cpus_per_task": 32, "mem": "256G",
+                 "gres": "gpu:a100:4", "constraint": "a100&nvlink", "extra_sbatch": ["--exclusive", "--mail-type=END"]}
+    # the judge (the agent's preset, on a GPU) runs in the merge job: it takes the array's GPU resources
+    m = merge(gpu_array)
+    assert "--gres=gpu:a100:4" in m and "--exclusive" in m and "--mem=256G" in m and "--partition=gpu-large" in m
+    # judged per shard: a CPU-only merge that merges, scores and reports, with modest defaults
+    m = merge({**gpu_array, "judge_per_shard": True})
+    for gone in ("--gres", "--exclusive", "--partition", "--qos", "--constraint"):
+        assert gone not in m, gone
+    assert "--mem=16G" in m and "--cpus-per-task=4" in m and "--time=02:00:00" in m and "--mail-type=END" in m
+    # a judge that needs no GPU (the packaged small model): no GPU for the merge job either
+    m = merge(gpu_array, {"agent": "qwen2.5-7b-instruct", "judge": "smollm2-135m"})
+    assert "--gres" not in m and "--time=1-00:00:00" in m  # it judges: the array's time
+    # every option can be unset for it with null, extra_sbatch included; given values win
+    m = merge({**gpu_array, "merge_job": {"partition": None, "time": None, "gres": None, "mem": None,
+                                          "cpus_per_task": None, "constraint": None, "qos": None,
+                                          "extra_sbatch": None, "account": "other"}})
+    lines = [x for x in m.splitlines() if x.startswith("#SBATCH")]
+    assert [x.split("=")[0] for x in lines] == ["#SBATCH --job-name", "#SBATCH --kill-on-invalid-dep", "#SBATCH --output",
+                                                "#SBATCH --open-mode", "#SBATCH --requeue", "#SBATCH --signal",
+                                                "#SBATCH --account"], lines
+    assert "export OMP_NUM_THREADS" not in m
+    m = merge({**gpu_array, "merge_job": {"extra_sbatch": ["--mail-type=FAIL"]}})
+    assert "--mail-type=FAIL" in m and "--mail-type=END" not in m and "--exclusive" not in m
+    with pytest.raises(SlurmOptionsError, match=r"field 'slurm\.merge_job\.extra_sbatch'"):
+        parse_options({"merge_job": {"extra_sbatch": ["--dependency=afterok:1"]}})
+
+
+def test_multi_node_plans_serve_across_the_nodes_and_refuse_what_cannot_work():
+    spec = {"run_id": "mn", "models": {"agent": "qwen2.5-7b-instruct"}}
+    plan = make_plan(RunSpec.model_validate({**spec, "slurm": {"nodes": 2, "gres": "gpu:4", "serve": True}}),
+                     workdir=WORKDIR)
+    (data,) = plan.presets.values()  # a preset without parallel sizes: tp = GPUs per node, pp = nodes
+    assert (data["tensor_parallel_size"], data["pipeline_parallel_size"]) == (4, 2)
+    script = render_array(plan).script
+    assert "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n" in script and "lb_ray_up\nlb_serve agent - " in script
+    # the 70B preset sets tp 4 x pp 2: used as it is on 2 x 4 GPUs, refused on 2 x 2
+    big = {"run_id": "mn", "models": {"agent": "qwen2.5-7b-instruct", "judge": "llama-3.3-70b-instruct"}}
+    plan = make_plan(RunSpec.model_validate({**big, "slurm": {"merge_job": {"nodes": 2, "gres": "gpu:h100:4"}}}),
+                     workdir=WORKDIR)
+    assert plan.merge_judge_model == "llama-3.3-70b-instruct" and plan.merge.gpus == 4
+    with pytest.raises(SlurmOptionsError, match=r"field 'slurm\.merge_job\.nodes': preset 'llama-3\.3-70b-instruct' "
+                                                r"runs on .* = 8 GPUs, but the job has 2 nodes x 2 GPUs = 4"):
+        make_plan(RunSpec.model_validate({**big, "slurm": {"merge_job": {"nodes": 2, "gres": "gpu:2"}}}),
+                  workdir=WORKDIR)
+    with pytest.raises(SlurmOptionsError, match=r"field 'slurm\.nodes': .* set slurm\.serve: true"):
+        make_plan(RunSpec.model_validate({**spec, "slurm": {"nodes": 2, "gres": "gpu:4"}}), workdir=WORKDIR)
+    with pytest.raises(SlurmOptionsError, match=r"field 'slurm\.nodes': .*set slurm\.gres"):
+        parse_options({"nodes": 2, "serve": True})
+    with pytest.raises(SlurmOptionsError, match=r"field 'slurm\.merge_job\.nodes': .*set slurm\.merge_job\.gres"):
+        make_plan(RunSpec.model_validate({**big, "slurm": {"merge_job": {"nodes": 2}}}), workdir=WORKDIR)
+    with pytest.raises(SlurmOptionsError, match=r"field 'slurm\.merge_job\.nodes': the merge job runs no judge step"):
+        make_plan(RunSpec.model_validate({**big, "slurm": {"judge_per_shard": True, "gres": "gpu:1",
+                                                           "merge_job": {"nodes": 2, "gres": "gpu:4"}}}),
+                  workdir=WORKDIR)
+
+
+def test_a_multi_node_merge_job_starts_ray_serves_the_judge_and_tears_it_all_down(tmp_path):
+    """Run the rendered merge job under bash (localbench and srun stubbed): Ray head on this node,
+    workers on the others, wait for all nodes and GPUs, the judge's server with RAY_ADDRESS, the
+    judge step through it, then the server (SIGINT) and the Ray nodes (SIGTERM) stopped before scoring."""
+    _stub(tmp_path / "bin", "localbench")
+    _stub(tmp_path / "bin", "srun")
+    spec = RunSpec.model_validate({"run_id": "mnj", "out": str(tmp_path / "runs"),
+                                   "models": {"agent": "qwen2.5-7b-instruct", "judge": "llama-3.3-70b-instruct"},
+                                   "slurm": {"merge_job": {"nodes": 2, "gres": "gpu:h100:4"}}})
+    plan = make_plan(spec, workdir=tmp_path)
+    p = _run_script(render_merge(plan).script, tmp_path, {"SLURMD_NODENAME": "node1", "SLURM_JOB_NUM_NODES": "2"})
+    out, _ = p.communicate(timeout=180)
+    assert p.returncode == 0, out
+    calls = _stub_log(tmp_path)
+    seq = [(c["cmd"], "srun" if c["cmd"] == "srun" else " ".join(c["argv"][:2]), "signal" in c) for c in calls
+           if not (c["cmd"] == "localbench" and c["argv"][:2] in (["slurm", "free-port"], ["slurm", "node-ip"],
+                                                                  ["slurm", "usage"], ["slurm", "exec"]))]
+    srun_head = next(c for c in calls if c["cmd"] == "srun" and "--head" in c["argv"] and "signal" not in c)
+    srun_workers = next(c for c in calls if c["cmd"] == "srun" and "--address" in c["argv"] and "signal" not in c)
+    assert "--nodelist=node1" in srun_head["argv"] and "--gres=gpu:h100:4" in srun_head["argv"]
+    assert "--exclude=node1" in srun_workers["argv"] and "--num-gpus" in srun_workers["argv"]
+    address = srun_workers["argv"][srun_workers["argv"].index("--address") + 1]
+    assert address.startswith("10.1.2.3:")
+    waited = next(c for c in calls if c["argv"][:2] == ["slurm", "wait-ray"])
+    assert waited["argv"][2:] == [address, "--nodes", "2", "--gpus", "8", "--timeout", "600"]
+    server = next(c for c in calls if c["argv"][:1] == ["serve"] and "signal" not in c)
+    assert server["argv"][1] == "llama-3.3-70b-instruct" and server["env"]["RAY_ADDRESS"] == address
+    assert server["env"]["CUDA_VISIBLE_DEVICES"] is None  # the server sees every GPU of its node
+    assert server["env"]["LOCALBENCH_SERVER_LOGS"] == str(plan.layout.run / "slurm" / "servers")
+    judge = next(c for c in calls if c["argv"][:1] == ["judge"])
+    assert judge["argv"][-3:] == ["openai", "--base-url", f"http://127.0.0.1:{server['env']['LB_PORT']}/v1"]
+    order = [x[1] for x in seq if not x[2]]
+    assert order.index("slurm merge") < order.index("srun") < order.index("slurm wait-ray") < order.index("serve " +
+           "llama-3.3-70b-instruct") < order.index("judge " + str(plan.layout.run)) < order.index("score " +
+           str(plan.layout.run)), order
+    stops = [(c["cmd"], c["signal"]) for c in calls if "signal" in c]
+    assert ("localbench", signal.SIGINT) in stops and stops.count(("srun", signal.SIGTERM)) == 2, stops
+    last_stop = max(i for i, c in enumerate(calls) if "signal" in c)
+    assert last_stop < next(i for i, c in enumerate(calls) if c["argv"][:1] == ["score"])  # torn down before scoring
+    state = json.loads(plan.layout.merge_state_file.read_text())
+    assert state["exit_code"] == 0 and state["task"] == "merge"
+    runs = json.loads((plan.layout.state / "merge.runs.jsonl").read_text().splitlines()[-1])
+    assert runs["gpus"] == 8 and runs["nodes"] == 2
+
+
+def test_module_lines_work_in_a_non_login_shell(tmp_path):
+    """`module` is a shell function defined by login shells: the script sources the modules init
+    (or your slurm.setup does), and without one it stops with a clear line instead of failing later."""
+    _stub(tmp_path / "bin", "localbench")
+    spec = {"run_id": "mod", "out": str(tmp_path / "runs"), "slurm": {"modules": ["cuda/12.4", "gcc/12"]}}
+    plan = make_plan(RunSpec.model_validate(spec), workdir=tmp_path)
+    script = render_array(plan).script
+    assert script.index("type module") < script.index("module load cuda/12.4") < script.index("module load gcc/12")
+    p = _run_script(script, tmp_path, {"SLURM_ARRAY_TASK_ID": "0"})
+    out, _ = p.communicate(timeout=60)
+    if "module load" not in out and p.returncode == 0:
+        pytest.skip("this machine has a modules init file: the no-modules case cannot be shown here")
+    assert p.returncode == 1 and "error: 'module' is not defined in this non-login batch shell" in out, out
+    assert _stub_log(tmp_path) == []  # nothing ran without its environment
+    init = tmp_path / "modules-init.sh"
+    init.write_text(f'module() {{ echo "$@" >> {tmp_path}/modules.log; }}\n')
+    spec["slurm"]["setup"] = [f"source {init}"]  # the setup lines come first, so they can define it
+    plan = make_plan(RunSpec.model_validate(spec), workdir=tmp_path)
+    p = _run_script(render_array(plan).script, tmp_path, {"SLURM_ARRAY_TASK_ID": "0"})
+    out, _ = p.communicate(timeout=60)
+    assert p.returncode == 0, out
+    assert (tmp_path / "modules.log").read_text().splitlines() == ["load cuda/12.4", "load gcc/12"]
+
+
+def test_vllm_server_logs_default_to_the_directory_the_task_names(tmp_path, monkeypatch):
+    from localbench.serving.server import VLLMServer
+
+    monkeypatch.setenv("LOCALBENCH_SERVER_LOGS", str(tmp_path / "run" / "slurm" / "servers"))
+    s = VLLMServer("tiny-random", port=12345, on_cpu=True)
+    assert s.log_path.parent == tmp_path / "run" / "slurm" / "servers" and s.log_path.name.endswith("-12345.log")
+    monkeypatch.delenv("LOCALBENCH_SERVER_LOGS")
+    monkeypatch.setenv("LOCALBENCH_CACHE", str(tmp_path / "cache"))
+    assert VLLMServer("tiny-random", port=12345, on_cpu=True).log_path.parent == tmp_path / "cache" / "servers"
+
+
+def test_gpu_hours_from_the_tasks_timers_and_sacct(tmp_path):
+    from localbench.slurm.layout import JobSubmission, RunLayout, SubmissionRecord
+    from localbench.slurm.usage import parse_sacct_usage, summarize
+
+    lay = RunLayout(tmp_path / "run")
+    lay.write_record(SubmissionRecord(run_dir=str(lay.run), num_shards=2, job_name="x", log_dir="l", workdir="w",
+                                      submissions=[JobSubmission(array_job="5", merge_job="6", shards=[0, 1])]))
+    lay.state.mkdir(parents=True)
+    (lay.state / "shard-0.runs.jsonl").write_text(
+        '{"task": "shard-0", "start": 0, "end": 1800, "gpus": 2}\n{"task": "shard-0", "start": 2000, "end": 3800, '
+        '"gpus": 2}\n{"task": "shard-0", "sta')  # a requeued task: two runs, and a line cut by a kill
+    (lay.state / "shard-1.runs.jsonl").write_text('{"task": "shard-1", "start": 0, "end": 3600, "gpus": 2}\n')
+    (lay.state / "merge.running").write_text('{"task": "merge", "start": 3600, "gpus": 8}\n')
+    u = summarize(lay.run, now=3600 + 900, with_sacct=False)
+    assert (u["gpu_hours_shards"], u["gpu_hours_merge"], u["gpu_hours"]) == (4.0, 2.0, 6.0)
+    assert u["task_runs"] == 3 and u["in_progress"] == ["merge"] and u["task_hours"] == 2.25
+    acct = "5_0|1800|billing=2,cpu=8,gres/gpu=2,mem=64G,node=1\n5_0|1800|cpu=8,gres/gpu:a100=2,node=1\n6|900|cpu=4\n"
+    assert parse_sacct_usage(acct) == {"gpu_hours": 2.0, "task_hours": 1.25}

@@ -31,5 +31,8 @@ def register(app: typer.Typer) -> None:
         typer.echo(summary.line())
         if summary.transcripts.exists():  # none yet when the engine failed before any simulation ended
             typer.echo(f"transcripts: {summary.transcripts}")
-        if summary.engine_errors:
-            raise typer.Exit(1)
+        if summary.engine_errors:  # 1: incomplete (rerun resumes); 3: a file could not be written
+            from localbench.errors import EXIT_CANNOT_WRITE, EXIT_INCOMPLETE
+
+            storage = (summary.first_engine_error or "").startswith("CacheStorageError")
+            raise typer.Exit(EXIT_CANNOT_WRITE if storage else EXIT_INCOMPLETE)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -21,8 +22,12 @@ def submit_cmd(
     dry_run: bool = typer.Option(False, "--dry-run", help="print the scripts and sbatch commands; submit nothing"),
     num_shards: Optional[int] = typer.Option(None, "--num-shards", min=1, help="override slurm.num_shards"),
     workdir: Optional[Path] = typer.Option(None, "--workdir", help="where tasks run (default: here)"),
+    no_fit_check: bool = typer.Option(False, "--no-fit-check",
+                                      help="submit even if a model does not fit the GPUs slurm.gres names"),
 ) -> None:
     """Submit a job array over the spec's shards and a dependent job that merges and scores them."""
+    from localbench.commands.models import fit_problems
+    from localbench.errors import UserError
     from localbench.slurm.plan import make_plan
     from localbench.slurm.render import render_array, render_merge
     from localbench.slurm.submit import submit
@@ -30,6 +35,10 @@ def submit_cmd(
 
     spec = load_spec(spec_file)
     plan = make_plan(spec, str(spec_file), workdir=workdir, num_shards=num_shards)
+    problems = [] if no_fit_check else fit_problems(spec_file)
+    if problems:
+        raise UserError(f"{spec_file}: field 'slurm.gres': {problems[0]} (see `localbench models --check-fit --spec "
+                        f"{spec_file}`; --no-fit-check submits anyway)")
     if dry_run:
         lay = plan.layout
         for job in (render_array(plan), render_merge(plan)):
@@ -69,8 +78,14 @@ def cancel_cmd(run_dir: Path = typer.Argument(..., help="the run directory")) ->
     """Cancel every job of the run (shards and merge). Finished records stay; resubmit resumes."""
     from localbench.slurm.status import cancel_run
 
-    ids = cancel_run(run_dir)
-    typer.echo(f"cancelled jobs {', '.join(ids)}" if ids else "no jobs recorded for this run")
+    cancelled, ended = cancel_run(run_dir)
+    if cancelled:
+        typer.echo(f"cancelled jobs {', '.join(cancelled)}")
+    if ended:
+        typer.echo(f"{'also ' if cancelled else 'nothing to cancel: '}job(s) {', '.join(ended)} had already ended "
+                   "(or the scheduler no longer knows them); left as they are")
+    if not cancelled and not ended:
+        typer.echo("no jobs recorded for this run")
 
 
 @slurm_app.command("resubmit")
@@ -84,7 +99,10 @@ def resubmit_cmd(
 
     sub = resubmit(run_dir, only_failed=failed)
     if sub is None:
-        typer.echo("nothing to resubmit: no shard failed")
+        typer.echo("nothing to resubmit: no shard failed and the merge job did not fail")
+        return
+    if sub.array_job is None:
+        typer.echo(f"resubmitted the merge job alone (every shard is complete): merge job {sub.merge_job}")
         return
     typer.echo(f"resubmitted shard(s) {sub.shards}: array job {sub.array_job}, merge job {sub.merge_job}")
 
@@ -147,6 +165,103 @@ def wait_url_cmd(
                 raise typer.Exit(1)
         time.sleep(1.0)
     typer.echo(f"error: {url} did not answer within {timeout:.0f} s", err=True)
+    raise typer.Exit(1)
+
+
+@slurm_app.command("usage")
+def usage_cmd(
+    run_dir: Path = typer.Argument(..., help="the run directory"),
+    as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
+    record: bool = typer.Option(False, "--record", help="also write it into RUN/spec.yaml (slurm.usage)"),
+) -> None:
+    """GPU-hours of the run's tasks, requeues included, from their own timers (and sacct if kept)."""
+    from localbench.errors import UserError
+    from localbench.slurm.usage import line, record_usage, summarize
+
+    u = record_usage(run_dir) if record else summarize(run_dir)
+    if u is None:
+        raise UserError(f"{run_dir}: no Slurm submission here (missing {Path(run_dir) / 'slurm' / 'submission.json'})")
+    typer.echo(json.dumps(u, indent=2) if as_json else line(u))
+
+
+def _node_ip() -> str:
+    """This node's address for Ray: LB_NODE_IP if set, else what the host name resolves to."""
+    import os
+
+    ip = os.environ.get("LB_NODE_IP")
+    if ip:
+        return ip
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return "127.0.0.1"
+
+
+@slurm_app.command("node-ip", hidden=True)
+def node_ip_cmd() -> None:
+    """Print this node's IP address (the Ray head's, in a multi-node task)."""
+    typer.echo(_node_ip())
+
+
+@slurm_app.command("ray-node", hidden=True)
+def ray_node_cmd(
+    head: bool = typer.Option(False, "--head", help="start the head (on the task's first node)"),
+    port: int = typer.Option(6379, "--port", help="the head's port"),
+    address: Optional[str] = typer.Option(None, "--address", help="a worker joins the head at IP:PORT"),
+    num_gpus: int = typer.Option(0, "--num-gpus", help="GPUs this node gives the cluster"),
+) -> None:
+    """Run one Ray node of a multi-node task in the foreground (`ray start --block`), with
+    VLLM_HOST_IP set to this node's address; SIGTERM stops it."""
+    import os
+    import shutil
+
+    ip = _node_ip()
+    ray = shutil.which("ray")
+    if ray is None:
+        typer.echo("error: `ray` is not installed in this environment (pip install 'ray[default]'); a multi-node "
+                   "task serves its model with vLLM on a Ray cluster", err=True)
+        raise typer.Exit(1)
+    if not head and not address:
+        raise typer.BadParameter("give --head or --address IP:PORT")
+    os.environ["VLLM_HOST_IP"] = ip
+    cmd = [ray, "start", "--block", "--disable-usage-stats", f"--node-ip-address={ip}", f"--num-gpus={num_gpus}"]
+    cmd += ["--head", f"--port={port}"] if head else [f"--address={address}"]
+    typer.echo(f"[localbench] {'head' if head else 'worker'} {socket.gethostname()} ({ip}): {' '.join(cmd)}", err=True)
+    os.execv(ray, cmd)
+
+
+@slurm_app.command("wait-ray", hidden=True)
+def wait_ray_cmd(
+    address: str = typer.Argument(..., help="the head's IP:PORT"),
+    nodes: int = typer.Option(..., "--nodes", help="wait until this many nodes are alive"),
+    gpus: int = typer.Option(0, "--gpus", help="... and they give this many GPUs"),
+    timeout: float = typer.Option(600.0, "--timeout"),
+) -> None:
+    """Wait until the Ray cluster at ADDRESS has NODES live nodes (and GPUS GPUs); exit 1 on timeout."""
+    import os
+    import subprocess
+
+    probe = ("import json, ray; ray.init(address=%r, logging_level='ERROR', log_to_driver=False); "
+             "ns = [n for n in ray.nodes() if n.get('Alive')]; "
+             "print(json.dumps([len(ns), sum(n.get('Resources', {}).get('GPU', 0) for n in ns)])); ray.shutdown()"
+             % address)
+    deadline = time.monotonic() + timeout
+    seen = (0, 0)
+    while time.monotonic() < deadline:
+        r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "RAY_ADDRESS": address})
+        if r.returncode == 0 and r.stdout.strip():
+            alive, have = json.loads(r.stdout.strip().splitlines()[-1])
+            seen = (alive, have)
+            if alive >= nodes and have >= gpus:
+                typer.echo(f"Ray cluster at {address}: {alive} nodes, {have:g} GPUs", err=True)
+                return
+        elif "No module named 'ray'" in r.stderr:
+            typer.echo("error: `ray` is not installed in this environment (pip install 'ray[default]')", err=True)
+            raise typer.Exit(1)
+        time.sleep(5.0)
+    typer.echo(f"error: the Ray cluster at {address} has {seen[0]} of {nodes} nodes and {seen[1]:g} of {gpus} GPUs "
+               f"after {timeout:.0f} s; see the ray-*.log files beside the task's server log", err=True)
     raise typer.Exit(1)
 
 

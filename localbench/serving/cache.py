@@ -14,8 +14,9 @@ import threading
 import time
 from pathlib import Path
 
+from localbench.errors import StorageError
 from localbench.serving.messages import keyed_messages
-from localbench.serving.types import GenerationRequest, ModelIdentity, RawCompletion
+from localbench.serving.types import EngineError, GenerationRequest, ModelIdentity, RawCompletion
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS completions (
@@ -49,17 +50,49 @@ def cache_key(engine: str, identity: ModelIdentity, request: GenerationRequest, 
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+class CacheStorageError(StorageError, EngineError):
+    """The cache could not be written (disk full, read-only). An EngineError too: the simulation
+    that met it is not the simulation's fault, so it is not recorded as failed and runs again."""
+
+    exit_code = StorageError.exit_code
+
+
+def _storage_error(e: sqlite3.Error, path: Path) -> CacheStorageError | None:
+    """SQLite's way of saying a file cannot be written, as one line naming the cache file."""
+    import errno
+
+    msg = str(e).lower()
+    if "full" in msg:
+        code, what = errno.ENOSPC, "database or disk is full"
+    elif "readonly" in msg or "read-only" in msg:
+        code, what = errno.EROFS, "attempt to write a read-only database"
+    elif "unable to open" in msg or "disk i/o" in msg:
+        code, what = errno.EACCES, str(e)
+    else:
+        return None
+    return CacheStorageError(str(StorageError.from_os_error(OSError(code, what), path)))
+
+
 class ResponseCache:
     """A process- and thread-safe SQLite store of raw completions."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StorageError.from_os_error(e, self.path.parent) from e
         self._local = threading.local()
         self.hits = 0
         self.misses = 0
-        with self._conn() as c:
-            c.execute(_SCHEMA)
+        try:
+            with self._conn() as c:
+                c.execute(_SCHEMA)
+        except sqlite3.Error as e:
+            err = _storage_error(e, self.path)
+            if err is None:
+                raise
+            raise err from e
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -84,11 +117,17 @@ class ResponseCache:
     def put(self, key: str, model: str, completion: RawCompletion) -> None:
         if completion.finish_reason == "error":
             return  # engine errors are not answers; never replay them
-        self._conn().execute(
-            "INSERT OR IGNORE INTO completions VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (key, model, completion.text, completion.finish_reason, completion.tokens_in,
-             completion.tokens_out, time.time()),
-        )
+        try:
+            self._conn().execute(
+                "INSERT OR IGNORE INTO completions VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (key, model, completion.text, completion.finish_reason, completion.tokens_in,
+                 completion.tokens_out, time.time()),
+            )
+        except sqlite3.Error as e:  # the row is not stored (SQLite rolls the statement back)
+            err = _storage_error(e, self.path)
+            if err is None:
+                raise
+            raise err from e
 
     def __len__(self) -> int:
         return self._conn().execute("SELECT COUNT(*) FROM completions").fetchone()[0]

@@ -38,11 +38,17 @@ from localbench.serving.types import (
 DEFAULT_TIMEOUT_S = 600.0
 
 
+class BaseUrlError(EngineError):
+    """A base URL that is not one (no http:// or https://): bad input, exit status 2, not a dead server."""
+
+    exit_code = 2
+
+
 def _normalize_base_url(url: str) -> str:
     """``http://h:p`` or ``http://h:p/v1/`` → ``http://h:p/v1``; a URL without http(s):// is a
     one-line error at once (httpx would retry it as a transport failure)."""
     if not url.startswith(("http://", "https://")):
-        raise EngineError(f"base URL {url!r} must start with http:// or https:// (e.g. http://{url.split('://')[-1]})")
+        raise BaseUrlError(f"base URL {url!r} must start with http:// or https:// (e.g. http://{url.split('://')[-1]})")
     url = url.rstrip("/")
     return url if url.endswith("/v1") else url + "/v1"
 
@@ -340,6 +346,7 @@ class OpenAIBackend:
             "max_attempts": self.max_attempts,
             "timeout_s": self.timeout,
             "chat_template_kwargs": self.chat_template_kwargs,
+            "batch_invariant": None,  # the server's own setting (VLLM_BATCH_INVARIANT=1 where it was started)
         }
 
     async def aclose(self) -> None:

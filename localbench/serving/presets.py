@@ -36,6 +36,18 @@ class ModelSource(BaseModel):
     seed: int = 0  # tiny-random: weight init seed
 
 
+class ModelSize(BaseModel):
+    """What `localbench models --check-fit` needs to size a model without its weights: parameter
+    count and the attention shape that sets the KV cache (from the model's config.json)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    params_b: float = Field(gt=0)  # parameters, in billions
+    layers: int = Field(gt=0)  # num_hidden_layers
+    kv_heads: int = Field(gt=0)  # num_key_value_heads
+    head_dim: int = Field(gt=0)  # head_dim (hidden_size / num_attention_heads where not given)
+
+
 class Preset(BaseModel):
     """One model, ready to hand to an engine."""
 
@@ -49,6 +61,8 @@ class Preset(BaseModel):
     needs_gpu: bool = False
     gpu_memory_utilization: float = Field(0.85, gt=0, le=1)
     tensor_parallel_size: int = Field(1, ge=1)
+    pipeline_parallel_size: int = Field(1, ge=1)  # > 1: layers split across GPUs (across nodes, with Ray)
+    size: ModelSize | None = None  # for `localbench models --check-fit`
     engine_args: dict[str, Any] = Field(default_factory=dict)  # extra vLLM engine arguments
     chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)  # e.g. {enable_thinking: false}
     file: Path | None = Field(None, exclude=True)

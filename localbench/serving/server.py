@@ -110,7 +110,10 @@ class VLLMServer:
         self.extra_args = list(extra_args or [])
         self.env = dict(env or {})
         self.on_cpu = (not _cuda_available()) if on_cpu is None else on_cpu
-        default_log = cache_dir() / "servers" / f"{self.preset.name}-{self.port}.log"
+        # a Slurm task points LOCALBENCH_SERVER_LOGS into its run directory (not the home directory)
+        log_dir = Path(os.environ["LOCALBENCH_SERVER_LOGS"]) if os.environ.get("LOCALBENCH_SERVER_LOGS") \
+            else cache_dir() / "servers"
+        default_log = log_dir / f"{self.preset.name}-{socket.gethostname().split('.')[0]}-{self.port}.log"
         self.log_path = Path(log_path) if log_path else default_log
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -146,6 +149,9 @@ class VLLMServer:
             settings.setdefault("revision", revision)  # a hub preset loads its pinned (or resolved) commit
         if self.preset.chat_template_kwargs:
             settings["default_chat_template_kwargs"] = self.preset.chat_template_kwargs
+        if os.environ.get("RAY_ADDRESS") and self.preset.tensor_parallel_size * self.preset.pipeline_parallel_size > 1:
+            # a multi-node Slurm task started a Ray cluster over its nodes: the workers run there
+            settings.setdefault("distributed_executor_backend", "ray")
         return [*server_entry(), "--model", self.location, "--served-model-name", self.model,
                 "--host", self.host, "--port", str(self.port), *cli_flags(settings), *self.extra_args]
 

@@ -35,7 +35,10 @@ def check_models_here(models: Mapping[str, str], serving: EngineOptions, urls: M
 
     for role, name in models.items():
         preset = load_preset(name)
-        if pick_engine(preset, serving.engine, urls.get(role)) == "openai":
+        engine = pick_engine(preset, serving.engine, urls.get(role))
+        if serving.batch_invariant:
+            engine = batch_invariant_engine(engine, serving.engine)  # refused now, not after the simulations
+        if engine == "openai":
             continue
         found = check(preset)
         if not found.usable:
@@ -43,11 +46,29 @@ def check_models_here(models: Mapping[str, str], serving: EngineOptions, urls: M
                             "(`localbench models` lists the presets that can; --base-url uses a server instead)")
 
 
+def batch_invariant_engine(engine: str, requested: str) -> str:
+    """The engine a ``serving.batch_invariant`` run uses: vllm only where its batch-invariant kernels
+    run (``auto`` falls back to hf elsewhere; an explicit ``vllm`` is refused, with the reason)."""
+    if engine != "vllm":
+        return engine
+    from localbench.serving.vllm_engine import batch_invariance_support
+
+    ok, why = batch_invariance_support()
+    if ok:
+        return engine
+    if requested == "auto":
+        return "hf"
+    raise UserError(f"field 'serving.batch_invariant': {why}; use --engine hf (one row per forward pass), or "
+                    "leave serving.batch_invariant off")
+
+
 def open_client(preset_name: str, serving: EngineOptions, base_url: str | None, cache: ResponseCache | None,
                 role: str = "") -> StructuredClient:
     """A client for ``preset_name`` on the engine the serving options pick (``role`` names it in errors)."""
     preset = load_preset(preset_name)
     engine = pick_engine(preset, serving.engine, base_url)
+    if serving.batch_invariant:
+        engine = batch_invariant_engine(engine, serving.engine)
     opts: dict[str, Any]
     if engine == "openai":
         if not base_url:
@@ -56,7 +77,15 @@ def open_client(preset_name: str, serving: EngineOptions, base_url: str | None, 
     elif engine == "hf":
         opts = {"grammar": serving.grammar, "max_batch_size": serving.max_batch_size,
                 "prefix_cache_gb": serving.prefix_cache_gb}
+        if serving.batch_invariant:  # each row alone: padding, batch shape and reused KV cannot change it
+            opts.update(max_batch_size=1, prefix_cache_gb=0.0)
     else:
         opts = {}
+        if serving.batch_invariant:
+            import os
+
+            from localbench.serving.vllm_engine import BATCH_INVARIANT_ENV
+
+            os.environ[BATCH_INVARIANT_ENV] = "1"  # read by vLLM (and its EngineCore process) as it starts
     backend = open_backend(preset, engine, **opts)
     return StructuredClient(backend, cache=cache, max_retries=serving.max_retries)

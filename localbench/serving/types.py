@@ -152,7 +152,12 @@ class GenerationResult:
 
 
 class EngineError(UserError, RuntimeError):
-    """An engine that cannot serve at all (dead server, missing weights): not a bad reply."""
+    """An engine that cannot serve at all (dead server, missing weights): not a bad reply.
+
+    The command exits with status 1 (``errors.EXIT_INCOMPLETE``): what finished is kept, and a
+    rerun resumes once the engine serves again."""
+
+    exit_code = 1
 
 
 class PromptTooLongError(ValueError):

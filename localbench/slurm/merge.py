@@ -149,4 +149,7 @@ def merge_run(run_dir: str | Path, allow_partial: bool = False) -> MergeReport:
         caches = [layout.shard_dir(i) / "cache.sqlite" for i in docs]
         rep.cache_rows = _merge_caches([c for c in caches if c.exists()], layout.run / "cache.sqlite")
     (layout.slurm / "merge.json").write_text(json.dumps(rep.__dict__, indent=2) + "\n")
+    from localbench.slurm.usage import record_usage
+
+    record_usage(layout.run)  # GPU-hours so far into spec.yaml (slurm.usage); the score stage updates it
     return rep

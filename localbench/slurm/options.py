@@ -25,7 +25,14 @@ _LONG_OPT = re.compile(r"^--[A-Za-z][A-Za-z0-9-]*(=.+)?$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Options localbench sets itself; setting them again in extra_sbatch would fight the renderer.
 _OWNED = {"--array", "--output", "--error", "--job-name", "--dependency", "--requeue", "--no-requeue",
-          "--signal", "--open-mode", "--parsable"}
+          "--signal", "--open-mode", "--parsable", "--nodes", "--ntasks-per-node"}
+# extra_sbatch options that reserve hardware: a CPU-only merge job of a GPU array does not inherit them
+_HARDWARE_OPTS = ("--exclusive", "--gres", "--gpus", "--gpu", "--mem", "--cpus", "--constraint", "--ntasks",
+                  "--cores", "--sockets", "--threads", "--tres")
+MERGE_CPU_CAP = 4  # a merge job that holds no GPU asks for at most this many CPUs,
+MERGE_MEM_CAP_MB = 16 * 1024  # this much memory,
+MERGE_TIME_CAP_S = 2 * 3600  # and, when it runs no judge step, this much time (unless merge_job says)
+DEFAULT_SIGNAL_S = 60  # Slurm's warning time when --signal gives no @SECONDS
 
 
 class SlurmOptionsError(UserError, ValueError):
@@ -46,6 +53,35 @@ def gpus_in_gres(gres: str | None) -> int:
     return 0
 
 
+def time_seconds(t: str) -> int:
+    """A Slurm time limit in seconds: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS."""
+    days = 0
+    if "-" in t:
+        d, t = t.split("-", 1)
+        days = int(d)
+        parts = [int(x) for x in t.split(":")]
+        h, m, sec = (parts + [0, 0])[:3]
+        return days * 86400 + h * 3600 + m * 60 + sec
+    parts = [int(x) for x in t.split(":")]
+    if len(parts) == 1:
+        return parts[0] * 60
+    if len(parts) == 2:
+        return parts[0] * 60 + parts[1]
+    return parts[0] * 3600 + parts[1] * 60 + parts[2]
+
+
+def signal_seconds(signal: str) -> int:
+    """Seconds before the time limit that a --signal value (``B:USR1@120``) warns."""
+    m = _SIGNAL.match(signal)
+    return int(m.group(2)) if m and m.group(2) else DEFAULT_SIGNAL_S
+
+
+def mem_mb(mem: str) -> int:
+    """A Slurm memory size in MB (no suffix: MB)."""
+    units = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
+    return int(int(mem.rstrip("KMGT")) * units.get(mem[-1], 1))
+
+
 def _sbatch_field(v: str | None, field: str) -> str | None:
     if v is not None:
         sbatch_value(v, field)
@@ -63,8 +99,9 @@ class JobResources(BaseModel):
     time: str | None = None  # minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM:SS
     cpus_per_task: int | None = Field(None, ge=1)
     mem: str | None = None  # per node, e.g. 32G
-    gres: str | None = None  # e.g. gpu:1, gpu:a100:4
+    gres: str | None = None  # e.g. gpu:1, gpu:a100:4 (per node)
     constraint: str | None = None
+    nodes: int | None = Field(None, ge=1)  # > 1: a multi-node job serving one model with Ray across its nodes
 
     @field_validator("partition", "account", "qos", "constraint", "gres")
     @classmethod
@@ -87,7 +124,40 @@ class JobResources(BaseModel):
 
     @property
     def gpus(self) -> int:
+        """GPUs per node."""
         return gpus_in_gres(self.gres)
+
+    @property
+    def multi_node(self) -> bool:
+        return (self.nodes or 1) > 1
+
+
+class MergeJob(JobResources):
+    """``slurm.merge_job``: the dependent job's own resources. A field left out takes the default
+    that ``SlurmOptions.merge_resources`` derives; a field set to null is not asked for at all
+    (the cluster's default)."""
+
+    extra_sbatch: list[str] | None = None
+
+    @field_validator("extra_sbatch")
+    @classmethod
+    def _extra(cls, v: list[str] | None) -> list[str] | None:
+        return None if v is None else check_extra_sbatch(v)
+
+
+def check_extra_sbatch(v: list[str]) -> list[str]:
+    for i, line in enumerate(v):
+        field = f"extra_sbatch[{i}]"
+        line = line.strip()
+        if line.startswith("#SBATCH"):
+            line = line[len("#SBATCH"):].strip()
+        if not _LONG_OPT.match(line):
+            raise ValueError(f"{field}: {line!r} must be a long option: --name or --name=value")
+        sbatch_value(line, field)
+        if line.split("=", 1)[0] in _OWNED:
+            raise ValueError(f"{field}: {line.split('=', 1)[0]} is set by localbench; use its own option")
+        v[i] = line
+    return v
 
 
 class SlurmOptions(JobResources):
@@ -113,6 +183,7 @@ class SlurmOptions(JobResources):
     # preemption and time limits
     signal: str | None = Field("USR1@120", validate_default=True)  # warn the task this many seconds before its time limit
     requeue: bool = True  # requeue on preemption/node failure, and when the warning signal arrives
+    max_requeues: int = Field(3, ge=0)  # self-requeues at the warning signal before the task gives up
     # engines and GPUs
     serve: bool = False  # run the agent model in a `localbench serve` on a free port, not in-process
     serve_command: str = DEFAULT_SERVE_COMMAND  # placeholders {model} {port}
@@ -122,7 +193,8 @@ class SlurmOptions(JobResources):
     # stages
     judge_per_shard: bool = False  # judge inside each shard task instead of after the merge
     after_merge: list[str] | None = None  # commands the dependent job runs after merging ({run})
-    merge_job: JobResources = Field(default_factory=JobResources)  # overrides for the dependent job
+    merge_job: MergeJob = Field(default_factory=MergeJob)  # the dependent job's own resources
+    ray_timeout: int = Field(600, ge=1)  # multi-node: seconds to wait for every node to join the Ray cluster
 
     @field_validator("job_name")
     @classmethod
@@ -137,18 +209,7 @@ class SlurmOptions(JobResources):
     @field_validator("extra_sbatch")
     @classmethod
     def _extra(cls, v: list[str]) -> list[str]:
-        for i, line in enumerate(v):
-            field = f"extra_sbatch[{i}]"
-            line = line.strip()
-            if line.startswith("#SBATCH"):
-                line = line[len("#SBATCH"):].strip()
-            if not _LONG_OPT.match(line):
-                raise ValueError(f"{field}: {line!r} must be a long option: --name or --name=value")
-            sbatch_value(line, field)
-            if line.split("=", 1)[0] in _OWNED:
-                raise ValueError(f"{field}: {line.split('=', 1)[0]} is set by localbench; use its own option")
-            v[i] = line
-        return v
+        return check_extra_sbatch(v)
 
     @field_validator("signal")
     @classmethod
@@ -198,18 +259,64 @@ class SlurmOptions(JobResources):
                              f"{gpus_in_gres(gres)} GPU(s)")
         return v
 
-    # ---- derived values
-    def merge_resources(self) -> JobResources:
-        """The dependent job's resources: the array's, overridden by merge_job.
+    @field_validator("nodes")
+    @classmethod
+    def _nodes(cls, v: int | None, info) -> int | None:
+        if v is not None and v > 1:
+            if not gpus_in_gres(info.data.get("gres")):
+                raise ValueError(f"nodes={v}: a multi-node task serves one model across the GPUs of its nodes; "
+                                 "set slurm.gres (GPUs per node) too")
+        return v
 
-        When judging happens per shard the dependent job only merges, scores and reports, so it
-        does not inherit the array's GPUs.
+    # ---- derived values
+    def merge_resources(self, judge_on_gpu: bool = False, judges: bool = True) -> tuple[JobResources, list[str]]:
+        """The dependent job's resources and extra #SBATCH options.
+
+        Each field of ``merge_job`` that is given wins (null: not asked for at all). The others
+        follow the array, except that a merge job that holds no GPU (its judge, if any, is not
+        served on a GPU: ``judge_on_gpu`` False) does not take the array's GPUs, nodes,
+        constraint, partition, QoS or hardware options (``--exclusive``...), and asks for at most
+        MERGE_CPU_CAP CPUs and MERGE_MEM_CAP_MB memory; one that runs no judge step (``judges``
+        False) at most MERGE_TIME_CAP_S of time.
         """
         base = self.model_dump(include=set(JobResources.model_fields))
-        if self.judge_per_shard:
-            base["gres"] = None
-        base.update(self.merge_job.model_dump(exclude_none=True))
-        return JobResources.model_validate(base)
+        extra = list(self.extra_sbatch)
+        base["nodes"] = None  # the merge job's nodes are its own
+        if not judge_on_gpu:
+            base["gres"] = base["constraint"] = None
+            if self.gpus:  # a GPU array's partition and QoS are for GPU jobs
+                base["partition"] = base["qos"] = None
+            if base["cpus_per_task"]:
+                base["cpus_per_task"] = min(base["cpus_per_task"], MERGE_CPU_CAP)
+            if base["mem"] and mem_mb(base["mem"]) > MERGE_MEM_CAP_MB:
+                base["mem"] = f"{MERGE_MEM_CAP_MB // 1024}G"
+            extra = [x for x in extra if not x.split("=", 1)[0].startswith(_HARDWARE_OPTS)]
+        if not judges and base["time"] and time_seconds(base["time"]) > MERGE_TIME_CAP_S:
+            base["time"] = f"{MERGE_TIME_CAP_S // 3600:02d}:00:00"
+        given = self.merge_job.model_fields_set
+        for k in JobResources.model_fields:
+            if k in given:
+                base[k] = getattr(self.merge_job, k)
+        if "extra_sbatch" in given:
+            extra = list(self.merge_job.extra_sbatch or [])
+        return JobResources.model_validate(base), extra
+
+    def check_time_limits(self, where: str, merge: JobResources | None = None) -> None:
+        """Refuse a warning signal that comes as early as (or earlier than) the job's time limit:
+        the task would stop and requeue itself at once, over and over."""
+        if not self.signal:
+            return
+        warn = signal_seconds(self.signal)
+        for field, res in (("time", self), ("merge_job.time", merge)):
+            if res is None or not res.time:
+                continue
+            limit = time_seconds(res.time)
+            if warn >= limit:
+                raise SlurmOptionsError(
+                    f"{where}: field 'slurm.signal': the warning {self.signal.removeprefix('B:')} comes {warn} s "
+                    f"before the time limit, but slurm.{field} {res.time!r} is {limit} s: the job would stop and "
+                    f"requeue itself at once, again and again. Give a later warning (e.g. USR1@{max(limit // 10, 1)}) "
+                    f"or a longer slurm.{field}")
 
     def after_merge_commands(self) -> list[str]:
         if self.after_merge is not None:

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from localbench.serving.presets import load_preset
+from localbench.serving.presets import PresetError, load_preset
 from localbench.slurm.layout import RunLayout
-from localbench.slurm.options import SlurmOptions, SlurmOptionsError, parse_options
+from localbench.slurm.options import JobResources, SlurmOptions, SlurmOptionsError, parse_options
 from localbench.slurm.shell import UnsafeValue, sbatch_value
 from localbench.spec import RunSpec
 
@@ -34,6 +34,11 @@ class RunPlan:
     roles: dict[str, str]  # role (the benchmark's) -> preset name or path the shard processes load
     shard_specs: dict[int, dict[str, Any]] = field(default_factory=dict)
     presets: dict[Path, dict[str, Any]] = field(default_factory=dict)  # derived preset files
+    merge: JobResources = field(default_factory=JobResources)  # the merge job's resources
+    merge_extra: list[str] = field(default_factory=list)  # and its extra #SBATCH options
+    merge_judges: bool = True  # the merge job runs a judge step
+    merge_judge_on_gpu: bool = False  # ... with a judge served on GPUs
+    merge_judge_model: str | None = None  # multi-node merge job: the preset its Ray cluster serves
 
 
 def _job_name(run_id: str) -> str:
@@ -54,6 +59,37 @@ def _tp_preset(name: str, gpus: int, layout: RunLayout, presets: dict[Path, dict
     path = layout.presets / f"{p.name}-tp{gpus}.yaml"
     presets[path] = data
     return str(path)
+
+
+def _multi_node_preset(name: str, per_node: int, nodes: int, layout: RunLayout,
+                       presets: dict[Path, dict[str, Any]], where: str, field: str) -> str:
+    """The preset a Ray cluster of ``nodes`` x ``per_node`` GPUs serves: the preset's own tensor and
+    pipeline parallel sizes when they use exactly those GPUs; for a preset that sets neither, vLLM's
+    advice (tensor parallel within a node, pipeline parallel across nodes); anything else is refused."""
+    p = load_preset(name)
+    total, tp, pp = per_node * nodes, p.tensor_parallel_size, p.pipeline_parallel_size
+    if tp * pp != total:
+        if (tp, pp) != (1, 1):
+            raise SlurmOptionsError(
+                f"{where}: field 'slurm.{field}': preset '{p.name}' runs on tensor_parallel_size x "
+                f"pipeline_parallel_size = {tp} x {pp} = {tp * pp} GPUs, but the job has {nodes} nodes x {per_node} "
+                f"GPUs = {total}; make them agree (vLLM's advice: tensor_parallel_size = GPUs per node, "
+                "pipeline_parallel_size = nodes)")
+        tp, pp = per_node, nodes
+    if (tp, pp) == (p.tensor_parallel_size, p.pipeline_parallel_size):
+        return name
+    data = p.model_dump(mode="json", exclude={"file"})
+    data.update(tensor_parallel_size=tp, pipeline_parallel_size=pp)
+    path = layout.presets / f"{p.name}-tp{tp}-pp{pp}.yaml"
+    presets[path] = data
+    return str(path)
+
+
+def _judge_on_gpu(spec: RunSpec) -> bool:
+    try:
+        return load_preset(spec.judge_model).needs_gpu
+    except PresetError:
+        return False  # an unknown preset fails where it is loaded, with its own message
 
 
 def make_plan(spec: RunSpec, where: str = "spec", workdir: str | Path | None = None,
@@ -90,19 +126,52 @@ def make_plan(spec: RunSpec, where: str = "spec", workdir: str | Path | None = N
                     f"({spec.models[role]}) differs from models.{primary} ({spec.model_for(primary)})")
 
     presets: dict[Path, dict[str, Any]] = {}
-    agent_gpus = opts.agent_gpus if opts.tensor_parallel else 1
-    judge_gpus = (opts.judge_gpus or opts.gpus) if opts.tensor_parallel else 1
-    roles = {r: _tp_preset(spec.model_for(r), judge_gpus if r == judge_role else agent_gpus, layout, presets)
-             for r in design.role_names}
+    if opts.multi_node:
+        if not opts.serve:
+            raise SlurmOptionsError(f"{where}: field 'slurm.nodes': a task on {opts.nodes} nodes serves its model "
+                                    "with vLLM across them (Ray); set slurm.serve: true")
+        if opts.judge_gpus:
+            raise SlurmOptionsError(f"{where}: field 'slurm.judge_gpus': a multi-node task serves one model at a "
+                                    "time on all its GPUs; leave judge_gpus out")
+        roles = {r: _multi_node_preset(spec.model_for(r), opts.gpus, opts.nodes or 1, layout, presets, where, "nodes")
+                 for r in design.role_names}
+    else:
+        agent_gpus = opts.agent_gpus if opts.tensor_parallel else 1
+        judge_gpus = (opts.judge_gpus or opts.gpus) if opts.tensor_parallel else 1
+        roles = {r: _tp_preset(spec.model_for(r), judge_gpus if r == judge_role else agent_gpus, layout, presets)
+                 for r in design.role_names}
     # what each shard's spec names: the primary role always; another role where the spec names it
     # (else it follows its default), the judge also where its tensor-parallel copy differs
     shard_models = {r: roles[r] for r in design.role_names
                     if r == primary or spec.models.get(r) or (r == judge_role and roles[r] != roles[primary])}
     plan = RunPlan(spec=base, options=opts, layout=layout, workdir=wd, num_shards=n, job_name=job_name,
                    log_dir=log_dir, roles=roles, presets=presets)
+    _plan_merge_job(plan, spec, where)
     for i in range(n):
         d = base.model_dump(mode="json")
         d.update(out=str(layout.shards), run_id=str(i), shard=i, num_shards=n, slurm={},
                  models=shard_models)
         plan.shard_specs[i] = d
     return plan
+
+
+def _plan_merge_job(plan: RunPlan, spec: RunSpec, where: str) -> None:
+    """The merge job's resources (its own: see SlurmOptions.merge_resources), and on several nodes
+    the judge preset its Ray cluster serves."""
+    from localbench.slurm.render import command_name
+
+    opts = plan.options
+    plan.merge_judges = any(command_name(c) == "judge" for c in opts.after_merge_commands())
+    multi = (opts.merge_job.nodes or 1) > 1
+    plan.merge_judge_on_gpu = plan.merge_judges and (multi or _judge_on_gpu(spec))
+    plan.merge, plan.merge_extra = opts.merge_resources(plan.merge_judge_on_gpu, plan.merge_judges)
+    opts.check_time_limits(where, plan.merge)
+    if multi:
+        if not plan.merge_judges:
+            raise SlurmOptionsError(f"{where}: field 'slurm.merge_job.nodes': the merge job runs no judge step "
+                                    "(judge_per_shard or after_merge), so it has no model to serve across nodes")
+        if not plan.merge.gpus:
+            raise SlurmOptionsError(f"{where}: field 'slurm.merge_job.nodes': a merge job on {plan.merge.nodes} nodes "
+                                    "serves the judge across their GPUs; set slurm.merge_job.gres (GPUs per node)")
+        plan.merge_judge_model = _multi_node_preset(spec.judge_model, plan.merge.gpus, plan.merge.nodes or 1,
+                                                    plan.layout, plan.presets, where, "merge_job.nodes")

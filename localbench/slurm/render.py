@@ -23,7 +23,7 @@ from localbench.slurm.shell import Shell, finalize, quote, quote_with_vars, sbat
 _RESOURCE_FLAGS = [("partition", "--partition"), ("account", "--account"), ("qos", "--qos"),
                    ("time", "--time"), ("cpus_per_task", "--cpus-per-task"), ("mem", "--mem"),
                    ("gres", "--gres"), ("constraint", "--constraint")]
-_PLACEHOLDER = re.compile(r"\{(run|spec|num_shards)\}")
+_PLACEHOLDER = re.compile(r"\{(run|spec|num_shards|judge_url)\}")
 
 
 def templates_dir() -> Path:
@@ -55,6 +55,8 @@ class RenderedJob:
 
 def resource_lines(r: JobResources) -> list[Shell]:
     out = []
+    if r.multi_node:  # one task per node: the batch script on the first, a Ray node on each (srun)
+        out += [Shell(f"--nodes={int(r.nodes or 1)}"), Shell("--ntasks-per-node=1")]
     for fieldname, flag in _RESOURCE_FLAGS:
         v = getattr(r, fieldname)
         if v is not None:
@@ -62,20 +64,22 @@ def resource_lines(r: JobResources) -> list[Shell]:
     return out
 
 
-def _setup_lines(o: SlurmOptions) -> list[Shell]:
-    lines = [Shell(f"module load {quote(m)}") for m in o.modules]
+def _setup_lines(o: SlurmOptions) -> dict[str, list[Shell]]:
+    """The environment set-up, in order: the user's own ``setup`` lines (which may define
+    ``module`` for a non-login shell), ``module load`` lines, then conda and venv activation."""
+    lines: list[Shell] = []
     if o.conda_env:
         lines.append(Shell('eval "$(conda shell.bash hook)"'))
         lines.append(Shell(f"conda activate {quote_with_vars(o.conda_env)}"))
     if o.venv:
         lines.append(Shell(f"source {quote_with_vars(o.venv.rstrip('/') + '/bin/activate')}"))
-    lines += [shell_line(s, f"setup[{i}]") for i, s in enumerate(o.setup)]
-    return lines
+    return {"setup": [shell_line(s, f"setup[{i}]") for i, s in enumerate(o.setup)],
+            "modules": [Shell(f"module load {quote(m)}") for m in o.modules], "activate": lines}
 
 
-def _exports(o: SlurmOptions, res: JobResources) -> list[tuple[Shell, Shell]]:
+def _exports(o: SlurmOptions, res: JobResources, run: Path, batch_invariant: bool = False) -> list[tuple[Shell, Shell]]:
     """Environment of every task: offline hub, caches on scratch, threads = the job's own CPUs (``res``:
-    the array's resources, or the merge job's)."""
+    the array's resources, or the merge job's), vLLM server logs in the run directory."""
     env: list[tuple[str, Shell]] = []
     if o.offline:
         env += [(k, quote("1")) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")]
@@ -88,6 +92,9 @@ def _exports(o: SlurmOptions, res: JobResources) -> list[tuple[Shell, Shell]]:
     if res.cpus_per_task:
         env.append(("OMP_NUM_THREADS", quote(res.cpus_per_task)))
     env.append(("PYTHONUNBUFFERED", quote("1")))  # logs appear as they are written
+    env.append(("LOCALBENCH_SERVER_LOGS", quote(run / "slurm" / "servers")))  # not ~/.cache
+    if batch_invariant:  # model servers the task starts use vLLM's batch-invariant kernels
+        env.append(("VLLM_BATCH_INVARIANT", quote("1")))
     env += [(k, quote_with_vars(v)) for k, v in o.env.items()]
     return [(Shell(k), v) for k, v in env]
 
@@ -97,15 +104,30 @@ def _signal(o: SlurmOptions) -> dict[str, Any]:
     return {"signal": bool(o.signal), "signal_name": Shell(name) if name else Shell("")}
 
 
-def _common(plan: RunPlan, res: JobResources) -> dict[str, Any]:
+def _ray(res: JobResources, timeout: int) -> dict[str, Any] | None:
+    """The Ray cluster of a multi-node job: its nodes, GPUs per node, the srun --gres."""
+    if not res.multi_node:
+        return None
+    return {"nodes": int(res.nodes or 1), "gpus": res.gpus, "timeout": timeout,
+            "gres": sbatch_value(f"--gres={res.gres}", "gres")}
+
+
+def _common(plan: RunPlan, res: JobResources, merge: bool) -> dict[str, Any]:
     """Context shared by both scripts; ``res`` is the resources of the job being rendered."""
     o = plan.options
+    ray = _ray(res, o.ray_timeout)
     return {
-        "setup": _setup_lines(o),
-        "exports": _exports(o, res),
+        **_setup_lines(o),
+        "exports": _exports(o, res, plan.layout.run, plan.spec.serving.batch_invariant),
         "workdir": quote(plan.workdir),
         "run": quote(plan.layout.run),
+        "state_dir": quote(plan.layout.state),
         "requeue": o.requeue,
+        "max_requeues": o.max_requeues,
+        "merge": merge,
+        "ray": ray,
+        "gpus_total": res.gpus * int(res.nodes or 1),
+        "serve_timeout": o.serve_timeout,
         **_signal(o),
     }
 
@@ -142,17 +164,16 @@ def render_array(plan: RunPlan, shards: list[int] | None = None) -> RenderedJob:
     sbatch += [sbatch_value(x, f"extra_sbatch[{i}]") for i, x in enumerate(o.extra_sbatch)]
     layout = plan.layout
     ctx = {
-        **_common(plan, o),
+        **_common(plan, o, merge=False),
         "sbatch": sbatch,
         "num_shards": plan.num_shards,
         "specs_dir": quote(layout.shard_spec(0).parent),
         "shards_dir": quote(layout.shards),
-        "state_dir": quote(layout.state),
         "gpus": o.gpus,
         "agent_gpus": o.agent_gpus,
         "judge_gpus": o.judge_gpus or 0,
         "serve": o.serve,
-        "serve_timeout": o.serve_timeout,
+        "serve_any": o.serve,
         "agent_serve": serve_line(o.serve_command, plan.roles[plan.spec.design.primary_role]),
         "judge_serve": serve_line(o.serve_command, plan.roles[plan.spec.design.judge_role]),
         "judge_per_shard": o.judge_per_shard,
@@ -160,7 +181,7 @@ def render_array(plan: RunPlan, shards: list[int] | None = None) -> RenderedJob:
     return RenderedJob("array", _env().get_template("array.sbatch.j2").render(**ctx))
 
 
-def _command_name(cmd: str) -> str | None:
+def command_name(cmd: str) -> str | None:
     """'localbench judge {run}' -> 'judge'; None for anything that is not a localbench command."""
     words = cmd.split()
     return words[1] if len(words) > 1 and words[0] == "localbench" else None
@@ -168,22 +189,30 @@ def _command_name(cmd: str) -> str | None:
 
 def render_merge(plan: RunPlan) -> RenderedJob:
     """The dependent job: merge the shards, then the post-merge commands (the stages after
-    simulation by default, ``slurm.after_merge`` when the spec sets them)."""
+    simulation by default, ``slurm.after_merge`` when the spec sets them). On several nodes
+    (``merge_job.nodes``) the judge step talks to a vLLM server spread over them with Ray."""
     o = plan.options
     cmds = o.after_merge_commands()
+    served = plan.merge_judge_model is not None
     values = {"run": quote(plan.layout.run), "spec": quote(plan.layout.spec_file),
-              "num_shards": quote(plan.num_shards)}
+              "num_shards": quote(plan.num_shards), "judge_url": '"$LB_JUDGE_URL"'}
     after = []
     for i, c in enumerate(cmds):
-        code = _PLACEHOLDER.sub(lambda m: values[m.group(1)], shell_line(c, f"after_merge[{i}]"))
-        after.append({"name": quote(_command_name(c) or f"after-merge-{i + 1}"), "code": quote(code)})
-    res = o.merge_resources()
+        shell_line(c, f"after_merge[{i}]")
+        serve_judge = served and command_name(c) == "judge"
+        if serve_judge and "{judge_url}" not in c and "--base-url" not in c:
+            c += " --engine openai --base-url {judge_url}"
+        code = _PLACEHOLDER.sub(lambda m: values[m.group(1)], c)
+        after.append({"name": quote(command_name(c) or f"after-merge-{i + 1}"), "code": quote(code),
+                      "serve_judge": serve_judge})
+    res = plan.merge
     sbatch = [sbatch_value(f"--job-name={plan.job_name}-merge", "job_name"),
               Shell("--kill-on-invalid-dep=yes")]  # a failed shard cancels this job, not leaves it pending
     sbatch += _policy_lines(plan, "%x-%j.out")
     sbatch += resource_lines(res)
-    sbatch += [sbatch_value(x, f"extra_sbatch[{i}]") for i, x in enumerate(o.extra_sbatch)]
-    ctx = {**_common(plan, res), "sbatch": sbatch, "after_merge": after}
+    sbatch += [sbatch_value(x, f"merge_job.extra_sbatch[{i}]") for i, x in enumerate(plan.merge_extra)]
+    ctx = {**_common(plan, res, merge=True), "sbatch": sbatch, "after_merge": after, "serve_any": served,
+           "judge_serve": serve_line(o.serve_command, plan.merge_judge_model or plan.roles[plan.spec.design.judge_role])}
     return RenderedJob("merge", _env().get_template("merge.sbatch.j2").render(**ctx))
 
 

@@ -37,6 +37,8 @@ class JobInfo(BaseModel):
     reason: str | None = None
     restarts: int | None = None
     source: str  # sacct | scontrol | state-file
+    gave_up: str | None = None  # state file: "max_requeues" when the task stopped requeueing itself
+    requeues: int | None = None  # state file: self-requeues at the time-limit warning
 
 
 class ShardStatus(BaseModel):
@@ -68,7 +70,9 @@ class RunStatus(BaseModel):
     merge: JobInfo | None = None
     merge_job: str | None = None
     merge_why: str | None = None
+    merge_needed: bool = False  # every shard is complete but the merge job did not succeed
     accounting: bool = False
+    usage: dict | None = None  # GPU-hours (localbench.slurm.usage.summarize)
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -96,9 +100,15 @@ class RunStatus(BaseModel):
         if self.merge_job:
             m = self.merge
             lines.append(f"  merge | job {self.merge_job} | {m.state if m else 'UNKNOWN'}"
-                         + (f" | {m.reason}" if m and m.reason and m.reason not in ("None", "(null)") else ""))
+                         + (f" | exit {m.exit_code}" if m and m.exit_code and m.exit_code != "0:0" else "")
+                         + (f" | {m.reason}" if m and m.reason and m.reason not in ("None", "(null)") else "")
+                         + (f" | from {m.source}" if m and m.source == "state-file" else ""))
             if self.merge_why:
                 lines.append(f"    why: {self.merge_why}")
+        if self.usage:
+            from localbench.slurm.usage import line
+
+            lines.append(f"  {line(self.usage)}")
         return "\n".join(lines)
 
 
@@ -208,8 +218,8 @@ def last_error_line(log: Path, max_bytes: int = 65536) -> str | None:
     return lines[-1][:400]
 
 
-def _state_file(layout: RunLayout, shard: int) -> JobInfo | None:
-    f = layout.state_file(shard)
+def _read_state(f: Path, job_id: str) -> JobInfo | None:
+    """A state file written by a task as it exited (``job_id``: the id it names the task by)."""
     if not f.exists():
         return None
     try:
@@ -217,10 +227,36 @@ def _state_file(layout: RunLayout, shard: int) -> JobInfo | None:
     except ValueError:
         return None
     code = int(d.get("exit_code", 1))
-    state = "COMPLETED" if code == 0 else ("CANCELLED" if d.get("signal") else "FAILED")
-    return JobInfo(job_id=f"{d.get('array_job_id') or d.get('job_id')}_{shard}", state=state,
-                   exit_code=f"{code}:0", reason=f"signal {d['signal']}" if d.get("signal") else None,
-                   restarts=d.get("restarts"), source="state-file")
+    gave_up = d.get("gave_up") or None
+    state = "COMPLETED" if code == 0 else ("CANCELLED" if d.get("signal") and not gave_up else "FAILED")
+    return JobInfo(job_id=job_id, state=state, exit_code=f"{code}:0",
+                   reason=f"signal {d['signal']}" if d.get("signal") else None,
+                   restarts=d.get("restarts"), source="state-file", gave_up=gave_up, requeues=d.get("requeues"))
+
+
+def _state_file(layout: RunLayout, shard: int) -> JobInfo | None:
+    f = layout.state_file(shard)
+    try:
+        d = json.loads(f.read_text()) if f.exists() else None
+    except ValueError:
+        d = None
+    if d is None:
+        return None
+    return _read_state(f, d.get("job") or f"{d.get('array_job_id') or d.get('job_id')}_{shard}")
+
+
+def _merge_state_file(layout: RunLayout) -> JobInfo | None:
+    f = layout.merge_state_file
+    try:
+        d = json.loads(f.read_text()) if f.exists() else None
+    except ValueError:
+        d = None
+    return None if d is None else _read_state(f, str(d.get("job") or d.get("job_id")))
+
+
+def _gave_up(info: JobInfo, field: str) -> str:
+    return (f"stopped at the time limit after {info.requeues or 0} self-requeue(s) (slurm.max_requeues): "
+            f"raise slurm.{field} and resubmit")
 
 
 def log_dir(rec: SubmissionRecord) -> Path:
@@ -237,7 +273,7 @@ def run_status(run_dir: str | Path) -> RunStatus:
     """Status of every shard of the latest submissions, and of the merge job."""
     layout = RunLayout(run_dir)
     rec = layout.read_record()
-    ids = sorted({s.array_job for s in rec.submissions} | {s.merge_job for s in rec.submissions if s.merge_job})
+    ids = rec.job_ids()
     # The controller's view is live; sacct remembers what the controller has forgotten (it can lag
     # a few seconds behind, and keeps stale reasons), so scontrol wins where both know a job.
     acct = query_sacct(ids)
@@ -252,45 +288,75 @@ def run_status(run_dir: str | Path) -> RunStatus:
             st.job_id = f"{array_job}_{i}"
             info = jobs.get(st.job_id)
             sf = _state_file(layout, i)
-            if info is None and sf is not None and sf.job_id == st.job_id:
+            sf = sf if sf is not None and sf.job_id == st.job_id else None
+            if info is None and sf is not None:
                 info = sf
             if info is not None:
                 st.state, st.exit_code, st.reason = info.state, info.exit_code, info.reason
                 st.restarts, st.source = info.restarts, info.source
             log = log_path(rec, array_job, i)
             st.log = str(log)
-            if st.failed:
+            if st.failed and sf is not None and sf.gave_up:
+                st.why = _gave_up(sf, "time")
+            elif st.failed:
                 line = last_error_line(log)
                 st.why = f"{st.state}" + (f" (exit {st.exit_code})" if st.exit_code else "") + (
                     f", {st.reason}" if st.reason and st.reason not in ("None", "(null)") else "") + (
                     f"; log: {line}" if line else f"; no log at {log}")
         shards.append(st)
-    status = RunStatus(run_dir=str(layout.run), num_shards=rec.num_shards, shards=shards, accounting=accounting)
-    latest = rec.latest
-    if latest and latest.merge_job:
-        status.merge_job = latest.merge_job
-        status.merge = jobs.get(latest.merge_job)
-        if status.merge and status.merge.state in FAILED:
+    from localbench.slurm.usage import summarize
+
+    status = RunStatus(run_dir=str(layout.run), num_shards=rec.num_shards, shards=shards, accounting=accounting,
+                       usage=summarize(layout.run, with_sacct=accounting))
+    merge_job = next((s.merge_job for s in reversed(rec.submissions) if s.merge_job), None)
+    if merge_job:
+        status.merge_job = merge_job
+        status.merge = jobs.get(merge_job)
+        sf = _merge_state_file(layout)
+        sf = sf if sf is not None and sf.job_id == merge_job else None
+        if status.merge is None and sf is not None:  # forgotten by the scheduler: how the job itself ended
+            status.merge = sf
+        m = status.merge
+        all_done = all(s.state == "COMPLETED" for s in shards)
+        ended_badly = m is None or m.state in FAILED or m.state == "UNKNOWN"
+        status.merge_needed = all_done and ended_badly
+        if m is not None and m.state in FAILED or (m is None and all_done):
             bad = [s.shard for s in shards if s.failed]
-            if status.merge.reason and "Dependency" in status.merge.reason and bad:
+            line = last_error_line(log_dir(rec) / f"{rec.job_name}-merge-{merge_job}.out")
+            if m is not None and m.reason and "Dependency" in m.reason and bad:
                 status.merge_why = (f"never ran: shard(s) {bad} did not succeed; fix and run "
                                     f"`localbench slurm resubmit {layout.run} --failed`")
+            elif sf is not None and sf.gave_up:
+                status.merge_why = _gave_up(sf, "merge_job.time")
             else:
-                line = last_error_line(log_dir(rec) / f"{rec.job_name}-merge-{latest.merge_job}.out")
-                status.merge_why = f"{status.merge.state}" + (f"; log: {line}" if line else "")
+                status.merge_why = (m.state if m else "UNKNOWN (the scheduler has forgotten it and it left no "
+                                    "state file)") + (f"; log: {line}" if line else "")
+            if status.merge_needed:
+                status.merge_why += (f"; every shard is complete: `localbench slurm resubmit {layout.run} --failed` "
+                                     "submits the merge job alone")
     return status
 
 
-def cancel_run(run_dir: str | Path) -> list[str]:
-    """scancel every job of the run that may still be queued or running; returns their ids."""
+def cancel_run(run_dir: str | Path) -> tuple[list[str], list[str]]:
+    """scancel the jobs of the run that are still queued or running.
+
+    Returns (cancelled, ended): the job ids cancelled now, and those that had already ended (or
+    that the scheduler no longer knows), which are left alone and never reported as cancelled.
+    """
     layout = RunLayout(run_dir)
     rec = layout.read_record()
-    ids = sorted({s.array_job for s in rec.submissions} | {s.merge_job for s in rec.submissions if s.merge_job})
+    ids = rec.job_ids()
     if not ids:
-        return []
-    r = run_command(["scancel", *ids])
+        return [], []
+    jobs = query_scontrol(ids)
+    active = [j for j in ids if any(info.state in ACTIVE for key, info in jobs.items()
+                                    if key == j or key.startswith(f"{j}_"))]
+    ended = [j for j in ids if j not in active]
+    if not active:
+        return [], ended
+    r = run_command(["scancel", *active])
     if r is None:
         raise SlurmError("scancel not found: run this on a Slurm login node")
     if r.returncode != 0 and "Invalid job id" not in r.stderr:
-        raise SlurmError(f"scancel {' '.join(ids)}: {r.stderr.strip()}")
-    return ids
+        raise SlurmError(f"scancel {' '.join(active)}: {r.stderr.strip()}")
+    return active, ended

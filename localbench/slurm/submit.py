@@ -107,9 +107,23 @@ def plan_for_run(run_dir: str | Path) -> tuple[RunPlan, SubmissionRecord]:
     return plan, rec
 
 
+def _resubmit_merge(plan: RunPlan, rec: SubmissionRecord) -> JobSubmission:
+    """Every shard is complete but the merge job failed, was cancelled or lost: submit it alone
+    (no dependency; the merge is safe to repeat)."""
+    write_plan_files(plan)
+    round_ = len(rec.submissions) + 1
+    path = plan.layout.script("merge", round_)
+    write_atomic(path, render_merge(plan).script, mode=0o755)
+    sub = JobSubmission(merge_job=sbatch(path, [], plan.workdir), shards=[], merge_script=str(path))
+    rec.submissions.append(sub)
+    plan.layout.write_record(rec)
+    return sub
+
+
 def resubmit(run_dir: str | Path, only_failed: bool = True) -> JobSubmission | None:
     """Submit again the shards that failed or were lost (or, with only_failed=False, every shard not
-    running).
+    running). When every shard is complete but the merge job is not (it failed, was cancelled, or
+    is lost), the merge job alone is submitted again.
 
     Returns None when there is nothing to resubmit.
     """
@@ -123,6 +137,8 @@ def resubmit(run_dir: str | Path, only_failed: bool = True) -> JobSubmission | N
     else:
         todo = [s.shard for s in st.shards if not s.active]
     if not todo:
+        if only_failed and st.merge_needed:
+            return _resubmit_merge(plan, rec)
         return None
     if st.merge and st.merge.state in ("PENDING",) and st.merge_job:
         run_command(["scancel", st.merge_job])  # it waits on the failed shards; the new merge job replaces it

@@ -240,6 +240,8 @@ class HFBackend:
             "attn_implementation": getattr(self.model.config, "_attn_implementation", None),
             "packed_linear_layers": linear.packed_count(self.model),
             "prefix_cache_tokens": self.prefixes.max_tokens,
+            # one row per forward pass and no prompt KV reused: a reply does not depend on what else ran
+            "batch_invariant": self._batcher.max_batch_size == 1 and self.prefixes.max_tokens == 0,
             "torch": torch.__version__,
             "transformers": importlib.metadata.version("transformers"),
             "torch_threads": torch.get_num_threads(),
