@@ -3,7 +3,8 @@
 For each run, every judge that labelled it (its own judge stage, each `judges rejudge`, and a
 planted run's construction labels) is scored by the run's benchmark's metric code; the result is
 each leakage metric per judge, the pooled leak rate corrected with each judge's gold FPR/FNR
-(Rogan–Gladen) and Kendall's τ between judges' rankings of the agent models. The records and the
+(Rogan–Gladen, its interval resampling scenarios) and Kendall's τ between judges' rankings of the
+agent models (from ``MIN_MODELS_TO_RANK`` models on; fewer are "too few models to rank"). The records and the
 correction itself are in ``localbench.judging.reliability``; this module reads run directories
 and calls the benchmark, so it sits beside the pipeline.
 """
@@ -13,13 +14,16 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from localbench.benchmarks import Benchmark
+from localbench.design import ALL
 from localbench.records import Judgment, ScenarioScore
 from localbench.judging.reliability import (
     Consequences,
     CorrectedRate,
+    MIN_MODELS_TO_RANK,
     JudgeReliability,
     MetricRow,
     MetricValue,
@@ -30,13 +34,32 @@ from localbench.rejudge import LoadedRun, run_judgments
 from localbench.stats import kendall_tau
 
 
-def _unit_counts(run: LoadedRun, records: list[Judgment]) -> dict[tuple[str, str, str], list[int]]:
-    """(model, level, category) → [leaked units, units, simulations whose privacy call failed]."""
+@dataclass
+class UnitCounts:
+    """Leaked units and units of one (model, level, category), per scenario (the cluster)."""
+
+    clusters: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+    n_failed: int = 0  # simulations whose privacy call failed
+
+    @property
+    def k(self) -> int:
+        return sum(c[0] for c in self.clusters.values())
+
+    @property
+    def n(self) -> int:
+        return sum(c[1] for c in self.clusters.values())
+
+    def pairs(self) -> list[tuple[int, int]]:
+        return [(k, n) for _, (k, n) in sorted(self.clusters.items())]
+
+
+def _unit_counts(run: LoadedRun, records: list[Judgment]) -> dict[tuple[str, str, str], UnitCounts]:
+    """(model, level, category) → leaked units and units per scenario (a scenario's seeds pooled)."""
     bm = run.benchmark
     by_sim: dict[str, list[Judgment]] = defaultdict(list)
     for r in records:
         by_sim[r.sim_key].append(r)
-    out: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+    out: dict[tuple[str, str, str], UnitCounts] = defaultdict(UnitCounts)
     for t in run.transcripts:
         sc = run.scenarios.get(t.scenario)
         if sc is None:
@@ -44,10 +67,11 @@ def _unit_counts(run: LoadedRun, records: list[Judgment]) -> dict[tuple[str, str
         c = out[(t.model, t.level, bm.category_of(sc))]
         units = None if t.error else bm.leak_units(sc, by_sim.get(t.key, []))
         if units is None:
-            c[2] += 1
+            c.n_failed += 1
             continue
-        c[0] += sum(lv != "none" for lv in units.values())
-        c[1] += len(units)
+        cl = c.clusters[t.scenario]
+        cl[0] += sum(lv != "none" for lv in units.values())
+        cl[1] += len(units)
     return out
 
 
@@ -88,13 +112,20 @@ def consequences(runs: list[str | Path], gold: dict[str, JudgeReliability], seed
                 values[key][src.judge] = mv
             counts = _unit_counts(run, src.records)
             pooled: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-            for (model, level, cat), (k, n, nf) in sorted(counts.items()):
+            every: dict[tuple[str, str], UnitCounts] = defaultdict(UnitCounts)  # (model, level): all categories
+            note = "the planted labels: the truth" if src.judge == bm.planted_judge else ""
+            for (model, level, cat), uc in sorted(counts.items()):
                 models_seen[run_id].add(model)
-                pooled[model][0] += k
-                pooled[model][1] += n
-                note = "the planted labels: the truth" if src.judge == bm.planted_judge else ""
-                corrected.append(_correct(run_id, model, level, cat, src.judge, k, n, nf, gold.get(src.judge),
-                                          seed, note))
+                pooled[model][0] += uc.k
+                pooled[model][1] += uc.n
+                corrected.append(_correct(run_id, model, level, cat, src.judge, uc, gold.get(src.judge), seed, note))
+                both = every[(model, level)]
+                both.clusters.update({f"{cat}/{sc}": list(kn) for sc, kn in uc.clusters.items()})
+                both.n_failed += uc.n_failed
+            if len({cat for _, _, cat in counts}) > 1:
+                for (model, level), uc in sorted(every.items()):
+                    corrected.append(_correct(run_id, model, level, ALL, src.judge, uc, gold.get(src.judge), seed,
+                                              note))
             for model, (k, n) in pooled.items():
                 if n:
                     rank_data["all units (pooled leak rate)"][src.judge][f"{run_id}/{model}"] = k / n
@@ -110,12 +141,13 @@ def consequences(runs: list[str | Path], gold: dict[str, JudgeReliability], seed
     ranks = []
     for scope, by_judge in sorted(rank_data.items()):
         for a, b in itertools.combinations(sorted(by_judge), 2):
-            tau = kendall_tau(by_judge[a], by_judge[b])
-            ranks.append(RankAgreement(scope, a, b, tau, _ranking(by_judge[a]), _ranking(by_judge[b])))
-    n_models = len({m for ms in models_seen.values() for m in ms})
-    if n_models < 2:
-        notes.append("Kendall's τ needs at least two agent models; these runs have "
-                     f"{n_models}, so model rankings cannot be compared")
+            shared = len(by_judge[a].keys() & by_judge[b].keys())
+            tau = kendall_tau(by_judge[a], by_judge[b]) if shared >= MIN_MODELS_TO_RANK else None
+            ranks.append(RankAgreement(scope, a, b, tau, _ranking(by_judge[a]), _ranking(by_judge[b]), shared))
+    n_models = len({f"{run}/{m}" for run, ms in models_seen.items() for m in ms})
+    if n_models < MIN_MODELS_TO_RANK:
+        notes.append(f"too few models to rank: Kendall's τ needs at least {MIN_MODELS_TO_RANK} agent models, "
+                     f"these runs have {n_models}, so the judges' rankings are shown but not compared")
     if len(judges_seen) < 2:
         notes.append("only one judge labelled these runs; rejudge them (`localbench judges rejudge`) to compare")
     categories = {c.category for c in corrected}
@@ -134,12 +166,17 @@ def _ranking(values: dict[str, float]) -> tuple[str, ...]:
     return tuple(k for k, _ in sorted(values.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _correct(run: str, model: str, level: str, cat: str, judge: str, k: int, n: int, n_failed: int,
+def _correct(run: str, model: str, level: str, cat: str, judge: str, uc: UnitCounts,
              rel: JudgeReliability | None, seed: int, truth_note: str = "") -> CorrectedRate:
+    k, n = uc.k, uc.n
     observed = k / n if n else math.nan
     if rel is None or rel.gold is None:
         note = truth_note or "no gold measurement for this judge"
-        return CorrectedRate(run, model, level, cat, judge, k, n, n_failed, observed, None, note)
-    rg = corrected_rate(k, n, rel.gold, seed)
+        return CorrectedRate(run, model, level, cat, judge, k, n, uc.n_failed, observed, None, note)
+    if rel.verdict.grade == "incomplete":
+        return CorrectedRate(run, model, level, cat, judge, k, n, uc.n_failed, observed, None,
+                             "its gold eval is incomplete: no error rates to correct with")
+    rg = corrected_rate(uc.pairs(), rel.gold, seed)
     note = "" if rg is not None else "gold set lacks leaks or non-leaks, or no units"
-    return CorrectedRate(run, model, level, cat, judge, k, n, n_failed, observed, rg, note)
+    return CorrectedRate(run, model, level, cat, judge, k, n, uc.n_failed, observed, rg, note,
+                         n_scenarios=len(uc.clusters))

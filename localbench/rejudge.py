@@ -2,7 +2,8 @@
 
 Each judge's labels go to runs/<id>/judges/<preset>/judgments.jsonl (same records, keys and
 rubrics as the run's own judge stage: ``pipeline.judge_transcripts``), then the benchmark's metric
-code scores them into scenario_scores.jsonl and scores.json beside it. The run's own
+code scores them into scenario_scores.jsonl and scores.json beside it. On a planted run the
+synthetic judges ``oracle`` and ``noisy:FPR,FNR`` label it from its construction labels instead. The run's own
 judgments.jsonl stays untouched and counts as the judge its judge stage recorded. It sits beside the
 pipeline (not in judging/) because it reads run directories and calls the run's benchmark.
 """
@@ -18,6 +19,8 @@ from typing import Any
 from localbench.errors import UserError
 from localbench.files import write_atomic
 from localbench.judging.rubrics import judges_dir
+from localbench.judging.sanity import check_judgments
+from localbench.judging.synthetic import SyntheticJudge, parse_synthetic
 from localbench.pipeline import benchmark_of, judge_of, judge_transcripts, read_transcripts, scenarios_for, spec_of
 from localbench.records import Judgment, RecordStore, ScenarioScore, Transcript
 from localbench.rundir import RunDir, changed_files, file_hashes
@@ -94,10 +97,13 @@ async def rejudge_one(run_dir: str | Path, judge: str, leakage_only: bool = True
     from localbench.scoring import aggregate, write_scores
 
     run = LoadedRun.read(run_dir)
-    spec = run.spec.with_model(run.spec.design.judge_role, judge)
     rd = RunDir(run_dir)
     if not run.transcripts:
         raise UserError(f"{rd.path}: no transcripts to judge")
+    synthetic = parse_synthetic(judge) if client is None else None
+    if synthetic is not None:
+        return _synthetic_rejudge(run, synthetic, leakage_only)
+    spec = run.spec.with_model(run.spec.design.judge_role, judge)
     out = judge_dir(run_dir, judge)
     out.mkdir(parents=True, exist_ok=True)
     store = RecordStore(out / "judgments.jsonl", Judgment)
@@ -119,8 +125,39 @@ async def rejudge_one(run_dir: str | Path, judge: str, leakage_only: bool = True
             await client.aclose()
     _write_info(out, {**info, "calls": summary.total, "done": summary.done, "skipped": summary.skipped,
                       "failed": summary.failed, "too_long": summary.too_long})
-    records = run.score(judge, list(store.read()), leakage_only)
-    write_scores(out, records, aggregate(records, run.benchmark.design, spec.resolved_run_id, judge, seed=spec.seed))
+    judgments = list(store.read())
+    records = run.score(judge, judgments, leakage_only)
+    scores = aggregate(records, run.benchmark.design, spec.resolved_run_id, judge, seed=spec.seed)
+    scores.judge_warnings = check_judgments(judgments, run.benchmark.judge_checks(), judge)
+    write_scores(out, records, scores)
+    return out
+
+
+def _synthetic_rejudge(run: LoadedRun, judge: SyntheticJudge, leakage_only: bool) -> Path:
+    """A planted run labelled by a synthetic judge: its construction labels, flipped at the judge's
+    rates (``localbench.judging.synthetic``), scored like any judge's labels."""
+    from localbench.scoring import aggregate, write_scores
+
+    truth = run.benchmark.planted_judgments(run.transcripts)
+    if not truth:
+        raise UserError(f"{run.path}: judge '{judge.name}' answers with a planted run's truth, and this run has none "
+                        "(make one with `localbench judges plant-run`)")
+    out = judge_dir(run.path, judge.name)
+    out.mkdir(parents=True, exist_ok=True)
+    store = RecordStore(out / "judgments.jsonl", Judgment)
+    seed = run.spec.seed
+    made = 0
+    for t in truth:
+        if t.key in store:
+            continue
+        store.append(t.model_copy(update={"judge_model": judge.name, "label": judge.label(t.label or {}, seed, t.key)}))
+        made += 1
+    _write_info(out, {"judge": judge.name, "leakage_only": leakage_only, "identity": judge.identity,
+                      "engine": {"engine": "synthetic"}, "seed": seed, "fpr": judge.fpr, "fnr": judge.fnr,
+                      "calls": len(truth), "done": made, "skipped": len(truth) - made, "failed": 0, "too_long": 0})
+    records = run.score(judge.name, list(store.read()), leakage_only=True)
+    write_scores(out, records, aggregate(records, run.benchmark.design, run.spec.resolved_run_id, judge.name,
+                                         seed=seed))
     return out
 
 

@@ -60,3 +60,23 @@ def flip(level: str, fpr: float, fnr: float, rng: random.Random) -> str:
     if level == "none":
         return "partial" if rng.random() < fpr else "none"
     return "none" if rng.random() < fnr else level
+
+
+def gold_items_by_call(items, seed: int = 0, batch: bool = True):
+    """``item_of(request, item_text)``: the gold item a judge call asks about under that text.
+
+    A gold eval asks a bundle of one owner's items per call (``batch``, the default) or one item per
+    call; the request's tag names the bundle or the item, and within a call every item has its own
+    text, so (tag, text) finds the item.
+    """
+    from localbench.judging.evaluate import bundles
+
+    if batch:
+        members = {f"bundle:{b.id}": {it.item.text: it for it in b.items} for b in bundles(list(items), seed)}
+    else:
+        members = {it.id: {it.item.text: it} for it in items}
+
+    def item_of(request, text):
+        return members[request.tag.split("|")[1]][text]
+
+    return item_of

@@ -307,3 +307,31 @@ def test_string_enum_labels_are_accepted():
     judge = [Severity(x) for x in JUDGE]
     ref = cohen_kappa_score(GOLD, JUDGE)
     assert cohen_kappa(GOLD, judge, **FAST).estimate == pytest.approx(ref)
+
+
+def test_the_bootstrap_statistics_agree_with_scikit_learn():
+    """κ (plain, linear, quadratic) and per-class precision/recall/F1 are computed from a bincount in
+    the bootstrap (a thousand resamples per CI); they must equal scikit-learn's on any input,
+    degenerate ones (one class, empty classes) included."""
+    import warnings
+
+    import numpy as np
+    from sklearn.metrics import cohen_kappa_score, precision_recall_fscore_support
+
+    from localbench.judging.agreement import _kappa_codes, _prf_codes
+
+    rng = np.random.default_rng(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for t in range(1500):
+            n, k = int(rng.integers(1, 12)), int(rng.choice([2, 3]))
+            a = rng.integers(0, k, n)
+            b = a.copy() if t % 5 == 0 else rng.integers(0, k, n)
+            if t % 11 == 0:
+                a = b = np.zeros(n, dtype=int)
+            for w in (None, "linear", "quadratic"):
+                ref = cohen_kappa_score(a, b, labels=list(range(k)), weights=w)
+                got = _kappa_codes(a, b, k, w)
+                assert (np.isnan(ref) and np.isnan(got)) or got == pytest.approx(ref, abs=1e-12), (a, b, w)
+            ref = np.concatenate(precision_recall_fscore_support(a, b, labels=list(range(k)), zero_division=np.nan)[:3])
+            assert np.allclose(_prf_codes(a, b, k), ref, equal_nan=True), (a, b)

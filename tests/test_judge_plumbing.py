@@ -160,7 +160,7 @@ def test_gold_eval_counts_prompts_too_long_as_failures_without_sending(tmp_path)
     items = build_gold(load_scenarios("builtin", ["CD"], limit=1).scenarios, seed=0, methods=["verbatim"])
     gold = write_gold(tmp_path / "gold.jsonl", items)
     backend = StrictBackend(max_model_len=300, name="small")
-    cfg = EvalConfig(judges=["small"])
+    cfg = EvalConfig(judges=["small"], batch=False)  # one item per call: each too long on its own
     summaries = asyncio.run(run_eval(gold, tmp_path / "ev", cfg, ItemLeakJudge(),
                                      clients={"small": StructuredClient(backend, cache=None)}, show_progress=False))
     s = summaries["small"]

@@ -19,7 +19,7 @@ from localbench.cli import app
 from localbench.judging.agreement import LABELS, cohen_kappa
 from localbench.benchmarks.asb.judges import ItemLeakJudge
 from localbench.benchmarks.asb.planting import PLANTED, build_gold, write_planted_run
-from localbench.judging.evaluate import EvalConfig, load_eval, run_eval, task_key
+from localbench.judging.evaluate import EvalConfig, bundles, load_eval, run_eval, task_key
 from localbench.judging.gold import read_gold, write_gold
 from localbench.records import JsonlStore
 
@@ -50,17 +50,20 @@ def test_tiny_random_eval_rejudge_report(tmp_path, tiny_dir):
     assert "asb/privacy_items.j2" in cfg["rubric_files"]
     store = JsonlStore(ev / "judgments.jsonl")
     runs = [("base", 0), ("base", 1), ("shuffled", 0), ("padded", 0)]
-    assert store.keys() == {task_key("tiny-random", it.id, v, k) for it in items for v, k in runs}
+    groups = bundles(items, 0)  # asked as a run asks: one owner's items per call
+    assert len(groups) < len(items)
+    assert store.keys() == {task_key("tiny-random", f"bundle:{b.id}", v, k) for b in groups for v, k in runs}
     for r in store.read():
-        if r["failure"] is None:  # schema-valid: one level for exactly this item
-            assert set(r["label"]["levels"]) == {r["item_id"]} and r["label"]["levels"][r["item_id"]] in LABELS
+        if r["failure"] is None:  # schema-valid: one level for exactly the bundle's items
+            assert set(r["label"]["levels"]) == set(r["item_ids"])
+            assert all(lv in LABELS for lv in r["label"]["levels"].values())
             assert r["call"]["finish_reason"] == "stop"
         else:
             assert r["label"] is None and r["failure"]
         assert r["temperature"] == (0.7 if r["seed_index"] else 0.0)
     padded = [r for r in store.read() if r["variant"] == "padded"]
-    base = {r["item_id"]: r for r in store.read() if r["variant"] == "base" and r["seed_index"] == 0}
-    assert all(r["n_messages"] == base[r["item_id"]]["n_messages"] + 8 for r in padded)
+    base = {r["key"].split("|")[1]: r for r in store.read() if r["variant"] == "base" and r["seed_index"] == 0}
+    assert all(r["n_messages"] == base[r["key"].split("|")[1]]["n_messages"] + 8 for r in padded)
     for f in ("report.md", "report.html", "reliability.json", "verdicts.txt", "figures/confusion_tiny-random.png"):
         assert (ev / f).stat().st_size > 0, f
     rel = json.loads((ev / "reliability.json").read_text())
@@ -70,7 +73,7 @@ def test_tiny_random_eval_rejudge_report(tmp_path, tiny_dir):
     # resume: nothing is asked again
     res = _invoke("judges", "eval", "--judges", "tiny-random", "--gold", str(gold), "--out", str(ev),
                   "--seeds", "2", "--shuffle", "--pad", "--engine", "hf", "--max-tokens", "200", "--no-report")
-    assert f"0 calls made, {4 * len(items)} already done" in res.output
+    assert f"0 calls made, {4 * len(groups)} already done" in res.output
 
     # a finished run with known leak rates, rejudged by the tiny model, then the consequences
     run = write_planted_run(tmp_path / "runs" / "planted", "builtin", {"a": 0.2, "b": 0.8}, seed=1,
@@ -105,7 +108,7 @@ def test_failures_on_a_real_engine_are_recorded_not_dropped(tmp_path, tiny_dir):
     summary = asyncio.run(run_eval(gold, tmp_path / "ev", cfg, ItemLeakJudge(), clients={"tiny-random": client}, show_progress=False))
     asyncio.run(client.aclose())
     s = summary["tiny-random"]
-    assert s.total == s.failed == len(read_gold(gold))
+    assert s.total == s.failed == len(bundles(read_gold(gold), 0))
     data = load_eval(tmp_path / "ev")
     assert all(v is None for v in data.labels("tiny-random").values())
     for r in data.records:
@@ -138,13 +141,17 @@ def test_rewrite_with_a_generator_keeps_labels(tmp_path, tiny_dir):
     plain = build_gold(load_scenarios("builtin", ["CD"], limit=1).scenarios, seed=0, methods=["verbatim", "absent"])
     assert [(it.id, it.label, it.planted) for it in items] == [(it.id, it.label, it.planted) for it in plain]
     for it, orig in zip(items, plain):
-        for k in it.planted:  # each planted message was rewritten, or its failure recorded and the text kept
+        for k in it.planted:  # each planted message was rewritten, or its failure or rejection recorded, text kept
             assert it.meta["original"][str(k)] == orig.messages[k].content
-            failed = str(k) in it.meta.get("rewrite_failures", {})
-            assert (it.messages[k].content == orig.messages[k].content) == failed
-        if it.planted and len(it.meta.get("rewrite_failures", {})) < len(it.planted):
+            kept = str(k) in it.meta.get("rewrite_failures", {}) or str(k) in it.meta.get("rewrite_rejected", {})
+            assert (it.messages[k].content == orig.messages[k].content) == kept
+        kept = len(it.meta.get("rewrite_failures", {})) + len(it.meta.get("rewrite_rejected", {}))
+        if it.planted and kept < len(it.planted):
             assert it.source.generator == "tiny-random"
     assert any(it.planted for it in items)
+    rw = items[0].meta["build"]["rewrite"]  # counted: a random model's rewrites rarely keep the facts
+    assert rw["generator"] == "tiny-random" and rw["asked"] == sum(len(it.planted) for it in items)
+    assert rw["accepted"] + rw["rejected"] + rw["failed"] == rw["asked"] and rw["accepted"] < rw["asked"]
 
 
 @pytest.mark.slow

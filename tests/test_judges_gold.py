@@ -122,6 +122,14 @@ def test_cli_merge_reports_kappa_alpha_ac1(tmp_path):
     assert "κ(ana, bo) =" in res.output and "α (ordinal) =" in res.output and "AC1 =" in res.output
     merged = read_gold(out)
     assert sum(m.label is not None for m in merged) == 10  # items 9..11 disagree except g9 ("none" both)
+    # the items they disagree on, listed (with the number the annotators saw) and written beside the merge
+    from localbench.judging.labeller import opaque_number
+
+    assert "2 items labelled differently" in res.output
+    assert f"{opaque_number('g10')} g10: ana partial, bo none" in res.output and "g11: ana full, bo none" in res.output
+    diff = [json.loads(x) for x in (tmp_path / "merged.jsonl.disagreements.jsonl").read_text().splitlines()]
+    assert diff == [{"item_id": "g10", "shown_as": opaque_number("g10"), "labels": {"ana": "partial", "bo": "none"}},
+                    {"item_id": "g11", "shown_as": opaque_number("g11"), "labels": {"ana": "full", "bo": "none"}}]
     res = CliRunner().invoke(app, ["judges", "gold", "import", str(out), "--out", str(tmp_path / "i.jsonl"),
                                    "--annotator", "panel"])
     assert res.exit_code == 0 and read_gold(tmp_path / "i.jsonl")[0].source.annotator == "panel"

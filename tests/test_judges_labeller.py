@@ -33,12 +33,16 @@ def _labels(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines()]
 
 
+def _order(labels: Path) -> list[str]:
+    return json.loads(labels.with_name(labels.name + ".order.json").read_text())["order"]
+
+
 def test_piped_answers_are_saved_and_resumed(gold):
     out = gold.with_name("gold.labels.ana.jsonl")
-    ids = [json.loads(x)["id"] for x in gold.read_text().splitlines()]
     r = subprocess.run(CMD + [str(gold), "--annotator", "ana"], input="n\nx\np\ns\nq\n", text=True,
                        capture_output=True, timeout=60)
     assert r.returncode == 0, r.stderr
+    ids = _order(out)  # the annotator's own order, recorded before the first item was shown
     assert "'x' is not an answer" in r.stdout and "item 1/5" in r.stdout and "Private item of Noor Sabbagh" in r.stdout
     recs = _labels(out)
     assert [(x["item_id"], x["label"], x["skipped"]) for x in recs] == [
@@ -128,3 +132,38 @@ def test_single_keypresses_and_ctrl_c_lose_nothing(gold):
     t.press("q")
     assert t.wait() == 0
     assert len(_labels(out)) == 4
+
+
+def test_labelling_is_blind_and_each_annotator_has_an_order_of_their_own(gold):
+    """No id, no method: an opaque number; the order is seeded per annotator, recorded, and kept."""
+    items = [json.loads(x) for x in gold.read_text().splitlines()]
+    ids = [it["id"] for it in items]
+    screens = {}
+    for who in ("ana", "bo"):
+        r = subprocess.run(CMD + [str(gold), "--annotator", who], input="n\n" * 5, text=True, capture_output=True,
+                           timeout=60)
+        assert r.returncode == 0, r.stderr
+        screens[who] = r.stdout
+        for it in items:
+            assert it["id"] not in r.stdout and it["source"]["method"] not in r.stdout
+            assert it["source"]["template"] not in r.stdout
+    from localbench.judging.labeller import opaque_number
+
+    a, b = _order(gold.with_name("gold.labels.ana.jsonl")), _order(gold.with_name("gold.labels.bo.jsonl"))
+    assert sorted(a) == sorted(b) == sorted(ids) and a != b  # same items, different orders
+    assert a != ids or b != ids  # not file order
+    shown = [line.split("(")[1].rstrip(")") for line in screens["ana"].splitlines() if line.startswith("── item")]
+    assert shown == [opaque_number(i) for i in a]  # in the recorded order, by opaque number
+    recs = read_labels(gold.with_name("gold.labels.ana.jsonl"))
+    assert [(r.item_id, r.position, r.shown_as) for r in recs] == [(i, n + 1, opaque_number(i)) for n, i in enumerate(a)]
+    # the recorded order survives a different seed on resume, and a changed gold set is refused
+    r = subprocess.run(CMD + [str(gold), "--annotator", "cy", "--order-seed", "5"], input="n\nq\n", text=True,
+                       capture_output=True, timeout=60)
+    first = _order(gold.with_name("gold.labels.cy.jsonl"))
+    r = subprocess.run(CMD + [str(gold), "--annotator", "cy", "--order-seed", "6"], input="q\n", text=True,
+                       capture_output=True, timeout=60)
+    assert _order(gold.with_name("gold.labels.cy.jsonl")) == first and f"({opaque_number(first[1])})" in r.stdout
+    write_gold(gold, [x for x in build_gold(load_scenarios("builtin", ["CD"], limit=1).scenarios, seed=3,
+                                            methods=["absent"])])
+    r = subprocess.run(CMD + [str(gold), "--annotator", "cy"], input="q\n", text=True, capture_output=True, timeout=60)
+    assert r.returncode != 0 and "gold.labels.cy.jsonl.order.json: field 'order'" in r.stderr

@@ -6,6 +6,7 @@
     localbench judges eval --judges smollm2-135m,qwen3-8b --gold gold.jsonl --out judge-eval --seeds 3 --shuffle --pad
     localbench judges rejudge runs/asb-1234 --judges qwen3-8b
     localbench judges report judge-eval --run runs/asb-1234
+    localbench judges plant-run --out runs/planted && localbench judges rejudge runs/planted --judge noisy:0.1,0.2
 
 Engines and benchmarks are imported inside the commands so `--help` stays instant.
 """
@@ -28,6 +29,7 @@ judges_app.add_typer(gold_app, name="gold")
 
 
 BENCHMARK_HELP = "the benchmark whose scenarios and judge are used"
+DISAGREEMENTS_SHOWN = 20
 
 
 def _csv(value: str) -> list[str]:
@@ -37,6 +39,22 @@ def _csv(value: str) -> list[str]:
     if not out:
         raise UserError("--judges: give at least one preset name (comma-separated)")
     return out
+
+
+def _judges(csv: Optional[str], each: list[str]) -> list[str]:
+    """Judges from --judges A,B and --judge X (repeatable); ``noisy:FPR,FNR`` stays whole and
+    synthetic names are written one way (noisy:0.10,0.2 is noisy:0.1,0.2)."""
+    from localbench.errors import UserError
+    from localbench.judging.synthetic import parse_synthetic, split_judges
+
+    names = (split_judges(csv) if csv else []) + [j.strip() for j in each if j.strip()]
+    if not names:
+        raise UserError("--judges / --judge: give at least one judge (a preset, oracle, or noisy:FPR,FNR)")
+    return list(dict.fromkeys(syn.name if (syn := parse_synthetic(n)) else n for n in names))
+
+
+JUDGES_HELP = "comma-separated judges: presets, oracle, noisy:FPR,FNR"
+JUDGE_HELP = "one judge (repeatable): a preset, oracle (the truth), or noisy:FPR,FNR (the truth flipped at those rates)"
 
 
 @gold_app.command("build")
@@ -49,7 +67,8 @@ def gold_build(
     methods: Optional[str] = typer.Option(None, help="comma-separated construction methods (default: all)"),
     variants: int = typer.Option(1, min=1, help="items per (private item, method), with different templates"),
     rewrite_with: Optional[str] = typer.Option(None, "--rewrite-with",
-                                               help="a generator preset that rewrites planted messages (labels kept)"),
+                                               help="a generator preset that rewrites planted messages; each rewrite "
+                                                    "is checked to keep the label, rejected ones are counted"),
     engine: str = typer.Option("auto", help="engine for --rewrite-with"),
     benchmark: str = typer.Option(DEFAULT_BENCHMARK, help=BENCHMARK_HELP),
 ) -> None:
@@ -58,18 +77,21 @@ def gold_build(
 
     from localbench.benchmarks import get_benchmark
     from localbench.errors import UserError
-    from localbench.judging.construct import rewrite
+    from localbench.judging.construct import METHODS, construction_mix, rewrite, stamp_build
+    from localbench.judging.floors import FLOOR_WARN, floor_kappas, too_easy
     from localbench.judging.gold import write_gold
 
     bm = get_benchmark(benchmark)
+    asked = _csv(methods) if methods else None
     try:
         scenarios = bm.load_scenarios(source, categories, limit)
-        items = bm.build_gold(scenarios.values(), seed=seed, methods=_csv(methods) if methods else None,
-                              variants=variants)
+        items = bm.build_gold(scenarios.values(), seed=seed, methods=asked, variants=variants)
     except ValueError as e:
         raise UserError(str(e)) from e
     if not items:
         raise UserError(f"{source}: no private item could be planted (no scenarios or no items)")
+    info: dict = {"seed": seed, "methods": asked or list(METHODS), "variants": variants, "source": source,
+                  "benchmark": benchmark}
     if rewrite_with:
         from localbench.serving.client import StructuredClient
         from localbench.serving.engines import open_backend
@@ -81,11 +103,29 @@ def gold_build(
             finally:
                 await client.aclose()
 
-        items = asyncio.run(go())
+        items, rs = asyncio.run(go())
+        info["rewrite"] = {"generator": rewrite_with, "asked": rs.asked, "accepted": rs.accepted,
+                           "rejected": rs.rejected, "failed": rs.failed, "reasons": dict(rs.reasons)}
+        typer.echo(f"rewrites by {rewrite_with}: {rs.accepted} of {rs.asked} used; {rs.rejected} rejected by the "
+                   f"check that the label still holds, {rs.failed} failed (both keep the template text)")
+    items = stamp_build(items, info)
     write_gold(out, items)
     counts = Counter(it.label for it in items)
     typer.echo(f"{len(items)} gold items from {len(scenarios)} scenarios → {out} "
                f"(none {counts['none']}, partial {counts['partial']}, full {counts['full']})")
+    typer.echo("mix: " + ", ".join(f"{m} {n}" for m, n in construction_mix(items).items()) + f"; seed {seed}")
+    kappas = floor_kappas(items)
+    typer.echo("reference floors on this set: " + ", ".join(
+        f"{f} κ = {k:.2f} (binary {kb:.2f})" for f, (k, kb) in kappas.items()))
+    mix = construction_mix(items)
+    for f in too_easy(kappas):
+        thin = [m for m in ("paraphrase", "inference") if m in info["methods"] and mix.get(m, 0) < mix.get("verbatim", 0) / 2]
+        hint = (f"; {' and '.join(thin)} applied to few items ({', '.join(f'{m} {mix.get(m, 0)}' for m in thin)} of "
+                f"{mix.get('verbatim', 0)}): add concepts for these scenarios' items to judges/gold/lexicon.yaml"
+                if thin else "; keep the hard methods: paraphrase, inference, cross_message, other_person, negation, "
+                             "hypothetical")
+        typer.echo(f"warning: the {f} floor reaches κ ≥ {FLOOR_WARN} on this set: a rule that does not read the "
+                   f"items passes it, so it is too easy to rank judges{hint}", err=True)
 
 
 @gold_app.command("import")
@@ -115,10 +155,10 @@ def gold_merge(
     keep_labels: bool = typer.Option(False, "--keep-labels",
                                      help="keep the existing labels; only record the annotators' beside them"),
 ) -> None:
-    """Join annotators' labels into a gold set and report how far they agree (κ, α, AC1)."""
+    """Join annotators' labels into a gold set; report how far they agree (κ, α, AC1) and where not."""
     from localbench.errors import UserError
     from localbench.judging.agreement import agreement_across_judges, cohen_kappa
-    from localbench.judging.gold import annotator_labels, merge, read_gold, write_gold
+    from localbench.judging.gold import annotator_labels, disagreements, merge, read_gold, write_gold
 
     if rule not in ("majority", "unanimous"):
         raise UserError(f"--rule: expected majority or unanimous, got '{rule}'")
@@ -132,6 +172,10 @@ def gold_merge(
         typer.echo(f"  {a}: {sum(v is not None for v in by[a].values())} labels")
     if len(names) >= 2:
         import itertools
+        import json
+
+        from localbench.files import write_lines_atomic
+        from localbench.judging.labeller import opaque_number
 
         for a, b in itertools.combinations(names, 2):
             k = cohen_kappa(by[a], by[b])
@@ -139,6 +183,15 @@ def gold_merge(
         ag = agreement_across_judges(by)
         typer.echo(f"  α (ordinal) = {ag.alpha_ordinal.estimate:.2f} [{ag.alpha_ordinal.low:.2f}, "
                    f"{ag.alpha_ordinal.high:.2f}]; AC1 = {ag.ac1.estimate:.2f} [{ag.ac1.low:.2f}, {ag.ac1.high:.2f}]")
+        diff = disagreements(by)
+        path = out.with_name(out.name + ".disagreements.jsonl")
+        write_lines_atomic(path, (json.dumps({"item_id": i, "shown_as": opaque_number(i), "labels": lv})
+                                  for i, lv in diff))
+        typer.echo(f"  {len(diff)} items labelled differently → {path}")
+        for i, lv in diff[:DISAGREEMENTS_SHOWN]:
+            typer.echo(f"    {opaque_number(i)} {i}: " + ", ".join(f"{a} {v}" for a, v in lv.items()))
+        if len(diff) > DISAGREEMENTS_SHOWN:
+            typer.echo(f"    … {len(diff) - DISAGREEMENTS_SHOWN} more in {path}")
 
 
 @gold_app.command("reference")
@@ -176,20 +229,29 @@ def label(
     annotator: str = typer.Option(..., "--annotator", help="your name; one label file per annotator"),
     labels: Optional[Path] = typer.Option(None, help="label file (default: <gold>.labels.<annotator>.jsonl)"),
     redo_skipped: bool = typer.Option(False, "--redo-skipped", help="show skipped items again"),
+    order_seed: int = typer.Option(0, "--order-seed",
+                                   help="seed of the annotator's item order (with the annotator's name; recorded)"),
 ) -> None:
-    """Label items one keypress at a time (n / p / f, s skip, q quit); saved after every answer."""
+    """Label items one keypress at a time (n / p / f, s skip, q quit), blind: an opaque number, no id
+    or method, in a seeded order of your own; saved after every answer."""
     from localbench.judging.labeller import label_session
 
-    summary = label_session(gold, annotator, labels, redo_skipped=redo_skipped)
+    summary = label_session(gold, annotator, labels, redo_skipped=redo_skipped, order_seed=order_seed)
     if summary.interrupted:
         raise typer.Exit(130)
 
 
 @judges_app.command("eval")
 def eval_(
-    judges: str = typer.Option(..., "--judges", help="comma-separated judge presets"),
+    judges: Optional[str] = typer.Option(None, "--judges", help=JUDGES_HELP),
+    judge: list[str] = typer.Option([], "--judge", help=JUDGE_HELP),
     gold: Path = typer.Option(..., "--gold", help="gold JSONL"),
     out: Path = typer.Option(..., "--out", help="eval directory (resumable)"),
+    batch: bool = typer.Option(True, "--batch-like-run/--one-per-call",
+                               help="ask all of an owner's items in one call, as a run does (default), or each "
+                                    "item on its own"),
+    sample: int = typer.Option(0, "--sample", min=0,
+                               help="ask a stratified sample of N items (by method and label, seeded) instead of all"),
     seeds: int = typer.Option(1, "--seeds", min=1, help="K: seed 0 greedy, seeds 1..K-1 sampled"),
     shuffle: bool = typer.Option(False, "--shuffle", help="also judge with the messages in another order"),
     pad: bool = typer.Option(False, "--pad", help="also judge with neutral filler messages added"),
@@ -202,13 +264,13 @@ def eval_(
     report: bool = typer.Option(True, help="write the report when done"),
     benchmark: str = typer.Option(DEFAULT_BENCHMARK, help=BENCHMARK_HELP),
 ) -> None:
-    """Run judges over a gold set with the benchmark's rubric and schema."""
+    """Run judges over a gold set with the benchmark's rubric and schema, asked as a run asks them."""
     from localbench.benchmarks import get_benchmark
     from localbench.judging.evaluate import EvalConfig, run_eval
 
-    cfg = EvalConfig(judges=_csv(judges), seeds=seeds, shuffle=shuffle, pad=pad, pad_messages=pad_messages,
+    cfg = EvalConfig(judges=_judges(judges, judge), seeds=seeds, shuffle=shuffle, pad=pad, pad_messages=pad_messages,
                      temperature=temperature, max_tokens=max_tokens, seed=seed, engine=engine, base_url=base_url,
-                     benchmark=benchmark)
+                     benchmark=benchmark, batch=batch, sample=sample)
     bm = get_benchmark(benchmark)
     summaries = asyncio.run(run_eval(gold, out, cfg, bm.item_judge, rubric_files=bm.rubric_files()))
     for j, s in summaries.items():
@@ -221,14 +283,15 @@ def eval_(
 @judges_app.command("rejudge")
 def rejudge_cmd(
     run_dir: Path = typer.Argument(..., help="a finished run directory (runs/<id>)"),
-    judges: str = typer.Option(..., "--judges", help="comma-separated judge presets"),
+    judges: Optional[str] = typer.Option(None, "--judges", help=JUDGES_HELP + " (oracle and noisy: planted runs)"),
+    judge: list[str] = typer.Option([], "--judge", help=JUDGE_HELP),
     all_judges: bool = typer.Option(False, "--all-judges",
                                     help="also rerun the abstraction, task and behaviour judges (default: leakage only)"),
 ) -> None:
     """Judge a finished run with other judges; writes runs/<id>/judges/<preset>/."""
     from localbench.rejudge import rejudge
 
-    for p in rejudge(run_dir, _csv(judges), leakage_only=not all_judges):
+    for p in rejudge(run_dir, _judges(judges, judge), leakage_only=not all_judges):
         typer.echo(str(p))
 
 
@@ -251,7 +314,7 @@ def _report(eval_dir: Path, runs: list[Path], resamples: int) -> None:
     rel = reliability(load_eval(eval_dir), n_resamples=resamples,
                       consequences=for_runs([str(r) for r in runs]) if runs else None)
     paths = write_report(rel, eval_dir)
-    for line in verdict_lines(rel):
+    for line in verdict_lines(rel):  # an incomplete or sampled eval says so first
         typer.echo(line)
     typer.echo(str(paths.html))
 

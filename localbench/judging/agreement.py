@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import krippendorff
 import numpy as np
-from sklearn.metrics import cohen_kappa_score, confusion_matrix, precision_recall_fscore_support
+from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
 
 from localbench.stats import CI, JsonRecord, align_by_key, bootstrap_over_units, sorted_keys
 
@@ -211,12 +211,26 @@ def _ci(n: int, stat: _Stat, boot: dict[str, Any], n_outputs: int = 1) -> tuple[
     return bootstrap_over_units(n, stat, n_outputs=n_outputs, **boot)
 
 
+def _kappa_codes(a: np.ndarray, b: np.ndarray, k: int, weights: str | None) -> float:
+    """Cohen's κ of two code arrays over k labels: what ``sklearn.metrics.cohen_kappa_score`` gives
+    with ``labels=range(k)`` (the test suite checks they agree), computed with a bincount so the
+    bootstrap's thousand resamples stay fast."""
+    confusion = np.bincount(a * k + b, minlength=k * k).reshape(k, k).astype(float)
+    expected = np.outer(confusion.sum(axis=1), confusion.sum(axis=0)) / confusion.sum()
+    i, j = np.indices((k, k))
+    w = (i != j).astype(float) if weights is None else (np.abs(i - j) if weights == "linear" else (i - j) ** 2)
+    denom = float((w * expected).sum())
+    if denom == 0:
+        return math.nan
+    return 1.0 - float((w * confusion).sum()) / denom
+
+
 def _kappa_ci(p: _Pairs, weights: str | None, binary: bool, boot: dict[str, Any]) -> CI:
-    a, b = (p.a > 0, p.b > 0) if binary else (p.a, p.b)
-    labels = [False, True] if binary else [0, 1, 2]
+    a, b = ((p.a > 0).astype(int), (p.b > 0).astype(int)) if binary else (p.a, p.b)
+    k = 2 if binary else 3
 
     def stat(idx: np.ndarray) -> float:
-        return cohen_kappa_score(a[idx], b[idx], labels=labels, weights=weights)
+        return _kappa_codes(a[idx], b[idx], k, weights)
 
     return _ci(p.n, stat, boot)[0]
 
@@ -354,14 +368,25 @@ def per_class_scores(
     return _per_class(_pair(gold, judge), _boot(n_resamples, confidence, seed))
 
 
+def _prf_codes(gold: np.ndarray, judge: np.ndarray, k: int) -> np.ndarray:
+    """Precision, recall and F1 per label, concatenated: what
+    ``sklearn.metrics.precision_recall_fscore_support(labels=range(k), zero_division=nan)`` gives (the
+    test suite checks they agree), from a bincount so the bootstrap stays fast."""
+    confusion = np.bincount(gold * k + judge, minlength=k * k).reshape(k, k).astype(float)
+    tp = np.diag(confusion)
+    predicted, actual = confusion.sum(axis=0), confusion.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        prec = np.where(predicted > 0, tp / predicted, np.nan)
+        rec = np.where(actual > 0, tp / actual, np.nan)
+        f1 = np.where(predicted + actual > 0, 2 * tp / (predicted + actual), np.nan)  # 2tp / (2tp + fp + fn)
+    return np.concatenate([prec, rec, f1])
+
+
 def _per_class(p: _Pairs, boot: dict[str, Any]) -> dict[str, ClassScores]:
     k = len(LABELS)
 
     def stat(idx: np.ndarray) -> np.ndarray:
-        prec, rec, f1, _ = precision_recall_fscore_support(
-            p.a[idx], p.b[idx], labels=list(range(k)), zero_division=np.nan
-        )
-        return np.concatenate([prec, rec, f1])
+        return _prf_codes(p.a[idx], p.b[idx], k)
 
     cis = _ci(p.n, stat, boot, n_outputs=3 * k)
     support = np.bincount(p.a, minlength=k)

@@ -31,6 +31,7 @@ class JudgeCall:
     keymap: dict[str, Any] = field(default_factory=dict)  # schema key -> item id / message index / ...
     truncated: int = 0  # messages dropped to fit
     n_messages: int = 0  # messages shown; with none the label is known without asking a model
+    shown: str = ""  # the text under judgment as the judge saw it, for checks that its quotes come from it
 
     @property
     def rubric_hash(self) -> str:

@@ -1,23 +1,33 @@
 """Run judges over a gold set: `localbench judges eval`.
 
-Each gold item becomes the benchmark's own item-leakage judge call (same rubric, same
-one-key-per-item schema: the benchmark's ``ItemJudge``, for ASB its dyadic privacy judge) and is
-asked of every judge in one batched pass per judge (``run_judge_tasks``), in these variants:
+Gold items become the benchmark's own item-leakage judge calls (same rubric, same one-key-per-item
+schema: the benchmark's ``ItemJudge``, for ASB its dyadic privacy judge), asked of every judge in
+one batched pass per judge (``run_judge_tasks``). By default they are asked the way a run asks
+(``batch``): the items of one owner in one scenario are bundled, their conversations joined into
+one transcript, and one call labels all of them, as a run's judge labels all of an owner's items
+at once; bundles never hold two items about the same private item, nor an item whose planted
+messages use a word of another's key fact, so no item's label depends on another's messages. With ``batch`` off each item is its own
+call. Each call is asked in these variants:
 
 - ``base``, seed 0: exactly how the benchmark asks (temperature 0);
 - ``base``, seeds 1..K-1: sampled at ``temperature`` with derived seeds (self-consistency);
 - ``shuffled``: the messages in another (seeded) order;
 - ``padded``: neutral filler messages inserted at seeded positions (length sensitivity).
 
-Answers go to <out>/judgments.jsonl keyed ``judge|item|variant|seed``, so an interrupted eval
-resumes; a reply that fails validation is recorded as a failure, and a prompt that does not fit
-the judge's context is recorded as one without being sent.
+Answers go to <out>/judgments.jsonl keyed ``judge|item|variant|seed`` (``judge|bundle:ID|...`` for a
+bundle, with ``item_ids``), so an interrupted eval resumes; a reply that fails validation is
+recorded as a failure, and a prompt that does not fit the judge's context is recorded as one
+without being sent. ``sample`` draws a stratified sample of the gold set (by construction method
+and label, seeded) and asks only those items; the report then says so. Synthetic judges
+(``oracle``, ``noisy:FPR,FNR``: ``localbench.judging.synthetic``) answer without a model.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
+from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -25,9 +35,10 @@ from typing import Any, Sequence
 from localbench.design import DEFAULT_BENCHMARK
 from localbench.files import write_atomic
 from localbench.judging.calls import ItemJudge, JudgeCall, render_lines, schema_hash
-from localbench.judging.construct import templates, templates_hash
+from localbench.judging.construct import key_words, name_tokens, templates, templates_hash, words_of
 from localbench.judging.gold import GoldItem, GoldMessage, gold_hash, read_gold, write_gold
 from localbench.judging.runner import JudgeRunSummary, JudgeTask, answer_record, run_judge_tasks
+from localbench.judging.synthetic import SyntheticJudge, parse_synthetic
 from localbench.records import JsonlStore
 from localbench.serving.client import StructuredClient
 from localbench.serving.output import OutputSpec
@@ -41,7 +52,8 @@ CONFIG_FILE = "eval.json"
 # seeds, shuffle and pad only add or drop keys; engine and base_url say where a judge runs, not what
 # it is (each judge's model identity is checked on its own).
 ANSWER_SETTINGS = ("seed", "temperature", "pad_messages", "max_tokens", "templates_hash", "rubric",
-                   "rubric_hash", "prompt_hash")
+                   "rubric_hash", "prompt_hash", "batch", "sample")
+MAX_BUNDLE = 8  # items in one batched call at most (a run's owner rarely has more)
 GOLD_COPY = "gold.jsonl"
 JUDGMENTS = "judgments.jsonl"
 
@@ -51,6 +63,10 @@ class EvalConfig:
     """What an eval asks; recorded in <out>/eval.json so `judges report` needs nothing else."""
 
     judges: list[str]
+    batch: bool = True  # ask an owner's items in one call, as runs do (False: one item per call)
+    sample: int = 0  # N > 0: a stratified sample of N items is asked (sample_ids), not the whole set
+    sample_ids: list[str] = field(default_factory=list)
+    n_gold: int = 0  # items in the gold set (the sample's population)
     seeds: int = 1  # K: seed 0 greedy, seeds 1..K-1 sampled
     shuffle: bool = False
     pad: bool = False
@@ -78,8 +94,14 @@ class EvalConfig:
 
 def variant_messages(item: GoldItem, variant: str, seed: int = 0, pad_messages: int = 8) -> list[GoldMessage]:
     """The item's messages as shown in one variant (deterministic in the seed)."""
-    msgs = [m.model_copy() for m in item.messages]
-    rng = random.Random(derive_seed(seed, "variant", item.id, variant))
+    return shown_messages(item.id, item.messages, variant, seed, pad_messages)
+
+
+def shown_messages(key: str, messages: list[GoldMessage], variant: str, seed: int = 0,
+                   pad_messages: int = 8) -> list[GoldMessage]:
+    """Messages (of an item or a bundle, named by ``key``) as shown in one variant."""
+    msgs = [m.model_copy() for m in messages]
+    rng = random.Random(derive_seed(seed, "variant", key, variant))
     if variant == "base":
         return msgs
     if variant == "shuffled":
@@ -100,10 +122,73 @@ def variant_messages(item: GoldItem, variant: str, seed: int = 0, pad_messages: 
     raise ValueError(f"unknown variant '{variant}' (known: {', '.join(VARIANTS)})")
 
 
+@dataclass
+class Bundle:
+    """Gold items asked in one call: one owner's, their conversations joined in order."""
+
+    id: str
+    items: list[GoldItem]
+
+    @property
+    def messages(self) -> list[GoldMessage]:
+        return [m for it in self.items for m in it.messages]
+
+
+def _keys(item: GoldItem) -> set[str]:
+    return key_words(item.item.text, set(name_tokens(item.item.owner)))
+
+
+def _planted_words(item: GoldItem) -> set[str]:
+    idx = item.planted or range(len(item.messages))
+    return words_of(" ".join(item.messages[i].content for i in idx))
+
+
+def _apart(a: GoldItem, b: GoldItem) -> bool:
+    """Whether two items can share a call: neither's planted messages use a word of the other's key fact."""
+    return not (_planted_words(a) & _keys(b)) and not (_planted_words(b) & _keys(a))
+
+
+def bundles(items: list[GoldItem], seed: int = 0) -> list[Bundle]:
+    """The items grouped as a run's judge would see them: per (scenario, owner), each bundle holding
+    items about different private items, none of whose planted messages uses a word of another's
+    key fact (so one item's messages say nothing about another's), at most ``MAX_BUNDLE`` of them;
+    deterministic in ``seed``."""
+    groups: dict[tuple[str, str], list[GoldItem]] = defaultdict(list)
+    for it in items:
+        groups[(it.scenario or "", it.item.owner)].append(it)
+    out = []
+    for key in sorted(groups):
+        members = sorted(groups[key], key=lambda it: it.id)
+        random.Random(derive_seed(seed, "bundles", *key)).shuffle(members)
+        open_: list[list[GoldItem]] = []
+        for it in members:
+            private = it.item.id or it.item.text
+            for b in open_:
+                if (len(b) < MAX_BUNDLE and all((o.item.id or o.item.text) != private for o in b)
+                        and all(_apart(o, it) for o in b)):
+                    b.append(it)
+                    break
+            else:
+                open_.append([it])
+        for b in open_:
+            bid = hashlib.sha256("\n".join(sorted(it.id for it in b)).encode()).hexdigest()[:12]
+            out.append(Bundle(bid, b))
+    return out
+
+
 def judge_call(judge: ItemJudge, item: GoldItem, messages: list[GoldMessage] | None = None) -> JudgeCall:
     """The benchmark's item-leakage call for one gold item (one item key)."""
     shown = [m.model_dump() for m in (messages if messages is not None else item.messages)]
     call = judge.items_call(item.item.owner, [(item.id, item.item.text)], render_lines(shown), target=item.id)
+    call.n_messages = len(shown)
+    return call
+
+
+def bundle_call(judge: ItemJudge, bundle: Bundle, messages: list[GoldMessage]) -> JudgeCall:
+    """The benchmark's item-leakage call for a bundle: every item's key in one call, as in a run."""
+    shown = [m.model_dump() for m in messages]
+    call = judge.items_call(bundle.items[0].item.owner, [(it.id, it.item.text) for it in bundle.items],
+                            render_lines(shown), target=f"bundle:{bundle.id}")
     call.n_messages = len(shown)
     return call
 
@@ -117,43 +202,80 @@ def planned_runs(config: EvalConfig) -> list[tuple[str, int]]:
     return [("base", k) for k in range(config.seeds)] + [(v, 0) for v in config.variants if v != "base"]
 
 
+def units(items: list[GoldItem], config: EvalConfig) -> list[tuple[str, list[GoldItem], list[GoldMessage]]]:
+    """What is asked: (key part, items, messages) per call unit — a bundle, or one item."""
+    if config.batch:
+        return [(f"bundle:{b.id}", b.items, b.messages) for b in bundles(items, config.seed)]
+    return [(it.id, [it], it.messages) for it in items]
+
+
 def eval_tasks(judge: str, items: list[GoldItem], config: EvalConfig, store: JsonlStore,
                item_judge: ItemJudge) -> list[JudgeTask]:
-    """Every (item, variant, seed) task not yet in the store.
+    """Every (item or bundle, variant, seed) task not yet in the store.
 
     A prompt too long for the judge's context stays a task: ``run_judge_tasks`` records it as a
     failed judgment without sending it, and counts it in the summary's failures.
     """
     tasks = []
-    for it in items:
+    for unit, members, messages in units(items, config):
         for variant, k in planned_runs(config):
-            key = task_key(judge, it.id, variant, k)
+            key = task_key(judge, unit, variant, k)
             if key in store:
                 continue
-            call = judge_call(item_judge, it, variant_messages(it, variant, config.seed, config.pad_messages))
+            shown = shown_messages(unit, messages, variant, config.seed, config.pad_messages)
+            if config.batch:
+                call = bundle_call(item_judge, Bundle(unit.removeprefix("bundle:"), members), shown)
+            else:
+                call = judge_call(item_judge, members[0], shown)
             temp = 0.0 if k == 0 else config.temperature
-            meta = {"preset": judge, "item_id": it.id, "variant": variant, "seed_index": k, "temperature": temp,
-                    "judge": call.judge, "rubric": call.rubric, "rubric_hash": call.rubric_hash,
+            meta = {"preset": judge, "item_id": None if config.batch else unit,
+                    "item_ids": [it.id for it in members], "variant": variant, "seed_index": k,
+                    "temperature": temp, "judge": call.judge, "rubric": call.rubric, "rubric_hash": call.rubric_hash,
                     "schema_hash": schema_hash(call.schema), "n_messages": call.n_messages}
             req = GenerationRequest(messages=call.messages, output=OutputSpec.from_schema(call.schema, name="privacy"),
                                     role="judge", max_tokens=config.max_tokens, temperature=temp,
-                                    seed=derive_seed(config.seed, "gold-eval", it.id, variant, k), tag=key)
+                                    seed=derive_seed(config.seed, "gold-eval", unit, variant, k), tag=key)
             tasks.append(JudgeTask(key=key, request=req, meta=meta,
                                    decode=lambda parsed, c=call: item_judge.decode(c, parsed)))
     return tasks
 
 
-def level_of(record: dict[str, Any]) -> str | None:
-    """The judged level of a gold-eval record; None for a failure (never read as "none")."""
+def synthetic_records(judge: SyntheticJudge, items: list[GoldItem], config: EvalConfig,
+                      store: JsonlStore) -> JudgeRunSummary:
+    """A synthetic judge's answers (the gold label, flipped at its rates), recorded as a model's are."""
+    summary = JudgeRunSummary()
+    for unit, members, _ in units(items, config):
+        for variant, k in planned_runs(config):
+            key = task_key(judge.name, unit, variant, k)
+            summary.total += 1
+            if key in store:
+                summary.skipped += 1
+                continue
+            levels = {it.id: judge.level(it.label or "none", config.seed, it.id, variant, k) for it in members}
+            store.append({"key": key, "preset": judge.name, "item_id": None if config.batch else unit,
+                          "item_ids": [it.id for it in members], "variant": variant, "seed_index": k,
+                          "temperature": 0.0, "judge": "synthetic", "judge_model": judge.name,
+                          "label": {"levels": levels, "evidence": {}}, "failure": None, "text": None, "call": None})
+            summary.done += 1
+    return summary
+
+
+def record_items(record: dict[str, Any]) -> list[str]:
+    """The gold items one eval record answers for (a bundle's, or its one item)."""
+    return list(record.get("item_ids") or [record["item_id"]])
+
+
+def level_of(record: dict[str, Any], item_id: str | None = None) -> str | None:
+    """The judged level of one item in a gold-eval record; None for a failure (never read as "none")."""
     if record.get("failure") or not record.get("label"):
         return None
-    return record["label"]["levels"].get(record["item_id"])
+    return record["label"]["levels"].get(item_id or record["item_id"])
 
 
 async def evaluate_judge(judge: str, client: StructuredClient, items: list[GoldItem], config: EvalConfig,
                          store: JsonlStore, item_judge: ItemJudge,
                          show_progress: bool | None = None) -> JudgeRunSummary:
-    planned = {task_key(judge, it.id, v, k) for it in items for v, k in planned_runs(config)}
+    planned = {task_key(judge, unit, v, k) for unit, _, _ in units(items, config) for v, k in planned_runs(config)}
     before = len(planned & store.keys())
     tasks = eval_tasks(judge, items, config, store, item_judge)
     summary = await run_judge_tasks(client, tasks, store, show_progress=show_progress, record_of=answer_record)
@@ -219,6 +341,9 @@ def prepare(gold: str | Path, out: str | Path, config: EvalConfig, item_judge: I
     outp = Path(out)
     outp.mkdir(parents=True, exist_ok=True)
     config.gold, config.gold_hash = str(gold), gold_hash(gold)
+    config.n_gold = len(items)
+    if config.sample:
+        config.sample_ids = [it.id for it in stratified_sample(items, config.sample, config.seed)]
     config.templates_hash = templates_hash()
     from localbench.judging.rubrics import rubric_hash
 
@@ -242,6 +367,7 @@ def prepare(gold: str | Path, out: str | Path, config: EvalConfig, item_judge: I
             raise UserError(f"{out}: this eval directory holds answers to the '{old.get('benchmark', 'asb')}' "
                             f"benchmark's judge, not '{config.benchmark}'; use a new --out")
         new = asdict(config)
+        old = {"batch": False, "sample": 0, **old}  # evals before these settings asked one item per call, all items
         diff = [f"{k} {old[k]!r} → {new[k]!r}" for k in _settings_in_use(old, new)
                 if k in old and old[k] != new[k]]
         if diff:
@@ -252,7 +378,38 @@ def prepare(gold: str | Path, out: str | Path, config: EvalConfig, item_judge: I
         config.rubric_files = config.rubric_files or old.get("rubric_files", {})
     write_config(outp, config)
     write_gold(outp / GOLD_COPY, items)
-    return items
+    return asked(items, config)
+
+
+def asked(items: list[GoldItem], config: EvalConfig) -> list[GoldItem]:
+    """The items an eval asks: its sample, or the whole set."""
+    if not config.sample:
+        return items
+    keep = set(config.sample_ids)
+    return [it for it in items if it.id in keep]
+
+
+def stratified_sample(items: list[GoldItem], n: int, seed: int = 0) -> list[GoldItem]:
+    """``n`` labelled items drawn without replacement, each stratum (construction method or source
+    kind, and label) in proportion to its size (largest remainders), seeded; in file order."""
+    from localbench.errors import UserError
+
+    pool = [it for it in items if it.label is not None]
+    if n > len(pool):
+        raise UserError(f"--sample {n}: the gold set has only {len(pool)} labelled items")
+    strata: dict[tuple[str, str], list[GoldItem]] = defaultdict(list)
+    for it in pool:
+        strata[(it.source.method or it.source.kind, str(it.label))].append(it)
+    quota = {k: n * len(v) / len(pool) for k, v in strata.items()}
+    take = {k: int(q) for k, q in quota.items()}
+    for k in sorted(quota, key=lambda k: (-(quota[k] - take[k]), k))[:n - sum(take.values())]:
+        take[k] += 1
+    chosen: set[str] = set()
+    for k in sorted(strata):
+        members = sorted(strata[k], key=lambda it: it.id)
+        rng = random.Random(derive_seed(seed, "sample", *k))
+        chosen |= {it.id for it in rng.sample(members, take[k])}
+    return [it for it in items if it.id in chosen]
 
 
 def _settings_in_use(old: dict, new: dict) -> list[str]:
@@ -282,6 +439,12 @@ async def run_eval(gold: str | Path, out: str | Path, config: EvalConfig, item_j
     store = JsonlStore(Path(out) / JUDGMENTS)
     summaries = {}
     for judge in todo:
+        synthetic = parse_synthetic(judge) if not (clients and judge in clients) else None
+        if synthetic is not None:
+            config.judge_models[judge] = {"identity": synthetic.identity, "engine": {"engine": "synthetic"}}
+            write_config(Path(out), config)
+            summaries[judge] = synthetic_records(synthetic, items, config, store)
+            continue
         client = (clients or {}).get(judge) or open_judge(judge, config, Path(out))
         try:
             record_judge_model(Path(out), config, judge, client)
@@ -294,25 +457,38 @@ async def run_eval(gold: str | Path, out: str | Path, config: EvalConfig, item_j
 
 @dataclass
 class EvalData:
-    """A finished (or partial) eval directory, read back."""
+    """A finished (or partial) eval directory, read back. ``gold`` is what the eval asks (its
+    sample, or the whole set); ``n_gold`` the size of the whole set."""
 
     path: Path
     config: EvalConfig
     gold: list[GoldItem]
     records: list[dict[str, Any]] = field(default_factory=list)
+    n_gold: int = 0
 
     def labels(self, judge: str, variant: str = "base", seed_index: int = 0) -> dict[str, str | None]:
-        """{item id: level or None} for every gold item (None = failed or not judged yet)."""
-        got = {r["item_id"]: level_of(r) for r in self.records
-               if r["preset"] == judge and r["variant"] == variant and r["seed_index"] == seed_index}
+        """{item id: level or None} for every asked gold item (None = failed or not judged yet)."""
+        got: dict[str, str | None] = {}
+        for r in self.records:
+            if r["preset"] == judge and r["variant"] == variant and r["seed_index"] == seed_index:
+                for i in record_items(r):
+                    got[i] = level_of(r, i)
         return {it.id: got.get(it.id) for it in self.gold}
 
     def judged(self, judge: str) -> int:
         return sum(1 for r in self.records if r["preset"] == judge)
 
+    def answered(self, judge: str, variant: str = "base", seed_index: int = 0) -> set[str]:
+        """The asked items this judge has a record for (an answer or a failure)."""
+        ids = {it.id for it in self.gold}
+        return {i for r in self.records if r["preset"] == judge and r["variant"] == variant
+                and r["seed_index"] == seed_index for i in record_items(r)} & ids
+
     def failures(self, judge: str, variant: str = "base", seed_index: int = 0) -> int:
-        return sum(1 for r in self.records if r["preset"] == judge and r["variant"] == variant
-                   and r["seed_index"] == seed_index and r.get("failure"))
+        """Asked items whose record is a failure."""
+        ids = {it.id for it in self.gold}
+        return sum(len(set(record_items(r)) & ids) for r in self.records if r["preset"] == judge
+                   and r["variant"] == variant and r["seed_index"] == seed_index and r.get("failure"))
 
 
 def load_eval(out: str | Path) -> EvalData:
@@ -322,6 +498,9 @@ def load_eval(out: str | Path) -> EvalData:
     cfg = p / CONFIG_FILE
     if not cfg.exists():
         raise UserError(f"{p}: not a judges eval directory (no {CONFIG_FILE}; run `localbench judges eval` first)")
-    config = EvalConfig(**json.loads(cfg.read_text()))
+    raw = json.loads(cfg.read_text())
+    raw.setdefault("batch", False)  # evals before batching asked one item per call
+    config = EvalConfig(**{k: v for k, v in raw.items() if k in EvalConfig.__dataclass_fields__})
     store = JsonlStore(p / JUDGMENTS)
-    return EvalData(p, config, read_gold(p / GOLD_COPY), list(store.read()))
+    items = read_gold(p / GOLD_COPY)
+    return EvalData(p, config, asked(items, config), list(store.read()), n_gold=len(items))

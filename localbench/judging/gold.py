@@ -101,6 +101,8 @@ class LabelRecord(_Strict):
     label: Level | None
     skipped: bool = False
     time: str = ""
+    shown_as: str | None = None  # the opaque number the annotator saw (never the id)
+    position: int | None = None  # where in the annotator's seeded order it came
 
 
 # -- reading and writing ---------------------------------------------------------------------------
@@ -211,6 +213,17 @@ def annotator_labels(items: Sequence[GoldItem], files: Sequence[str | Path]) -> 
         if name in out:
             raise GoldError(f"{f}: annotator '{name}' appears in two label files")
         out[name] = {r.item_id: r.label for r in recs if not r.skipped}
+    return out
+
+
+def disagreements(by_annotator: Mapping[str, Mapping[str, str | None]]) -> list[tuple[str, dict[str, str | None]]]:
+    """Items that two or more annotators labelled differently: (item id, {annotator: label})."""
+    ids = sorted({i for labels in by_annotator.values() for i in labels})
+    out = []
+    for i in ids:
+        given = {a: labels[i] for a, labels in sorted(by_annotator.items()) if labels.get(i) is not None}
+        if len(set(given.values())) > 1:
+            out.append((i, given))
     return out
 
 

@@ -1,10 +1,15 @@
 """`localbench judges label`: a terminal tool for human labels, one item and one keypress at a time.
 
 The annotator sees what the judge sees (the private item and the messages, in the judge's own
-transcript format) and never the item's existing label. Keys: n / p / f label none / partial /
-full, s skips, q quits. Every answer is appended to the annotator's label file and fsynced before
-the next item is shown, so quitting, Ctrl-C or a crash loses nothing; running the same command
-again resumes at the first item not yet answered (skipped items stay skipped unless asked).
+transcript format) and nothing else: not the item's existing label, not its id (a constructed id
+names its construction method), only an opaque number. Items come in a random order of the
+annotator's own, seeded by ``order_seed`` and the annotator's name, so two annotators meet the same
+items in different orders and no one meets the construction methods in file order; the order is
+recorded beside the label file (``<labels>.order.json``) and kept when a session resumes. Keys:
+n / p / f label none / partial / full, s skips, q quits. Every answer is appended to the
+annotator's label file and fsynced before the next item is shown, so quitting, Ctrl-C or a crash
+loses nothing; running the same command again resumes at the first item not yet answered
+(skipped items stay skipped unless asked).
 
 On a terminal a single keypress answers (cbreak mode, so Ctrl-C still interrupts); when stdin is
 a pipe or file, each line's first character is the answer, which is how scripts drive it.
@@ -12,7 +17,10 @@ a pipe or file, each line's first character is the answer, which is how scripts 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import random
 import sys
 import time
 from dataclasses import dataclass
@@ -20,9 +28,12 @@ from pathlib import Path
 from contextlib import contextmanager
 from typing import IO, Callable, Iterator
 
+from localbench.errors import UserError
+from localbench.files import write_atomic
 from localbench.judging.calls import render_lines
-from localbench.judging.gold import GoldItem, LabelRecord, read_gold
+from localbench.judging.gold import GoldItem, LabelRecord, gold_hash, read_gold
 from localbench.records import JsonlStore
+from localbench.serving.seeds import derive_seed
 
 KEYS = {"n": "none", "p": "partial", "f": "full"}
 PROMPT = "[n]one  [p]artial  [f]ull  [s]kip  [q]uit > "
@@ -79,9 +90,37 @@ def key_source(stream: IO[str]) -> Iterator[Callable[[], str]]:
         termios.tcsetattr(fd, termios.TCSADRAIN, old)
 
 
+def opaque_number(item_id: str) -> str:
+    """A number that names an item without saying anything about it (the same for every annotator,
+    so two annotators can talk about an item)."""
+    return f"#{int(hashlib.sha256(item_id.encode()).hexdigest()[:8], 16) % 1_000_000:06d}"
+
+
+def order_path(labels: Path) -> Path:
+    return labels.with_name(labels.name + ".order.json")
+
+
+def label_order(items: list[GoldItem], annotator: str, labels: Path, gold: Path, order_seed: int = 0) -> list[GoldItem]:
+    """The annotator's order of the items: the one recorded beside the label file, else a new seeded
+    shuffle (recorded before the first item is shown)."""
+    path = order_path(labels)
+    by_id = {it.id: it for it in items}
+    if path.exists():
+        rec = json.loads(path.read_text())
+        if sorted(rec.get("order", [])) != sorted(by_id):
+            raise UserError(f"{path}: field 'order': the gold set's items changed since {annotator} began labelling "
+                            "it; label the new set into another label file (--labels)")
+        return [by_id[i] for i in rec["order"]]
+    order = sorted(by_id)
+    random.Random(derive_seed(order_seed, "label-order", annotator)).shuffle(order)
+    write_atomic(path, json.dumps({"annotator": annotator, "order_seed": order_seed, "gold": str(gold),
+                                   "gold_hash": gold_hash(gold), "order": order}, indent=1))
+    return [by_id[i] for i in order]
+
+
 def show(item: GoldItem, n: int, total: int, out: IO[str]) -> None:
     field = f" (field: {item.item.field})" if item.item.field else ""
-    out.write(f"\n── item {n}/{total}: {item.id}\n")
+    out.write(f"\n── item {n}/{total} ({opaque_number(item.id)})\n")
     out.write(f"Private item of {item.item.owner}{field}:\n  {item.item.text}\n\nMessages:\n")
     out.write(render_lines(item.as_judge_messages(), keys=[str(i) for i in range(len(item.messages))]) + "\n\n")
     out.write("How much of the item do these messages reveal?\n")
@@ -90,13 +129,14 @@ def show(item: GoldItem, n: int, total: int, out: IO[str]) -> None:
 
 def label_session(gold: str | Path, annotator: str, labels: str | Path | None = None,
                   stdin: IO[str] | None = None, stdout: IO[str] | None = None,
-                  redo_skipped: bool = False) -> LabelSummary:
-    """Label every item of ``gold`` not yet answered by ``annotator``; returns what happened."""
+                  redo_skipped: bool = False, order_seed: int = 0) -> LabelSummary:
+    """Label every item of ``gold`` not yet answered by ``annotator``, in the annotator's own
+    seeded order; returns what happened."""
     stdin = stdin or sys.stdin
     out = stdout or sys.stdout
-    items = read_gold(gold)
     path = Path(labels) if labels else default_labels_path(gold, annotator)
     store = JsonlStore(path)
+    items = label_order(read_gold(gold), annotator, path, Path(gold), order_seed)
     done = {k for k in store.keys() if not k.endswith("|skip")}
     if not redo_skipped:
         done |= {k.removesuffix("|skip") for k in store.keys() if k.endswith("|skip")}
@@ -137,7 +177,8 @@ def _loop(todo: list[GoldItem], total: int, annotator: str, store: JsonlStore, n
         skipped = ch == "s"
         rec = LabelRecord(key=f"{item.id}|skip" if skipped else item.id, item_id=item.id, annotator=annotator,
                           label=None if skipped else KEYS[ch], skipped=skipped,
-                          time=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+                          time=time.strftime("%Y-%m-%dT%H:%M:%S%z"), shown_as=opaque_number(item.id),
+                          position=total - summary.remaining + 1)
         store.append(rec.model_dump())  # flushed and fsynced before the next item is shown
         summary.remaining -= 1
         summary.skipped += skipped

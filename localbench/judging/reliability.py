@@ -3,16 +3,21 @@
 From a gold eval (``localbench.judging.evaluate``):
 
 - agreement with gold (``compare_to_gold``: κ, weighted κ, binary κ, AC1, confusion matrices,
-  per-class P/R/F1, FPR/FNR of the leak decision), the leak-rate bias on the gold set, accuracy
-  per construction method (which hard cases fool it), failures;
+  per-class P/R/F1, FPR/FNR of the leak decision), the leak-rate bias on the gold set, accuracy and
+  FPR/FNR per construction method and κ per surface form (which hard cases fool it), failures;
+- the two reference floors (``localbench.judging.floors``: a substring and a template matcher)
+  scored the same way, so every judge is read beside what a rule gets without understanding;
+- coverage: an eval that has not asked every item (or every item of its stratified sample) gets no
+  verdict;
 - agreement across judges (Krippendorff's α, Gwet's AC1);
 - self-consistency across seeds and the change under shuffled order and padded length.
 
 For finished benchmark runs (the run's own judge and every `judges rejudge`), the records here hold
 what ``localbench.consequences`` computes: each leakage metric recomputed with each judge by the
 benchmark's metric code, the pooled leak rate corrected with each judge's measured FPR/FNR
-(Rogan–Gladen via ``corrected_rate``, CI propagated from the run's and the gold set's counts), and
-Kendall's τ between judges' rankings of the agent models.
+(Rogan–Gladen via ``corrected_rate``: the run's scenarios resampled as clusters, the gold set's
+counts drawn from their posteriors), and Kendall's τ between judges' rankings of the agent models
+(with at least ``MIN_MODELS_TO_RANK`` models; fewer are "too few models to rank").
 
 Every number comes with its bootstrap CI over gold items (runs: over scenarios, as the benchmark's
 scores do); the verdict rules are the constants below, documented in docs/judges.md.
@@ -35,8 +40,11 @@ from localbench.judging.agreement import (
     compare_to_gold,
     krippendorff_alpha,
 )
+from localbench.judging.construct import construction_mix
 from localbench.judging.evaluate import EvalData
-from localbench.stats import CI, JsonRecord, KendallTau, PrevalenceCI, bootstrap_over_units, rogan_gladen_ci
+from localbench.judging.floors import FLOOR_PREFIX, floor_labels
+from localbench.stats import (CI, JsonRecord, KendallTau, PrevalenceCI, bootstrap_over_units, rogan_gladen_cluster_ci,
+                              wilson_ci)
 
 # -- verdict thresholds (docs/judges.md, "Reading the verdicts") -------------------------------------
 KAPPA_USE = 0.8  # binary κ, lower CI bound: at or above, the leak decision is near-perfect
@@ -46,6 +54,7 @@ FAIL_MAX = 0.05  # share of gold items whose answer failed validation
 CONSISTENCY_MIN = 0.90  # share of items labelled identically across seeds
 FLIP_MAX = 0.10  # share of items whose label changes under shuffled order or padded length
 METHOD_MIN = 0.5  # a construction method the judge gets right less often than this is named
+MIN_MODELS_TO_RANK = 4  # Kendall's τ over fewer agent models says nothing (with 3, τ takes 4 values)
 
 _RANK = {"none": 0, "partial": 1, "full": 2}
 
@@ -85,6 +94,37 @@ class MethodRow(JsonRecord):
     accuracy: float  # judge label == gold label
     called_leak: float  # judge said partial or full
     n_failed: int
+    error: CI | None = None  # FPR (a "none" method called a leak) or FNR (a leak called "none"), Wilson CI
+
+    @property
+    def error_kind(self) -> str:
+        return "FPR" if self.gold_label == "none" else "FNR"
+
+
+@dataclass(frozen=True)
+class FormRow(JsonRecord):
+    """Agreement on the items whose planted text has one surface form (a leak and its hard negatives
+    built from the same words: verbatim, paraphrase, inference, fragment, split)."""
+
+    form: str
+    n: int
+    labels: dict[str, int]  # gold label counts
+    kappa: CI
+    binary_kappa: CI
+
+
+@dataclass(frozen=True)
+class Coverage(JsonRecord):
+    """How much of what the eval asks a judge has answered (base variant, seed 0)."""
+
+    asked: int  # items the eval asks (its sample, or the whole set)
+    answered: int  # of them, with a recorded answer or failure
+    n_gold: int  # items in the whole gold set
+    sample: int  # N of a stratified sample, 0 for the whole set
+
+    @property
+    def complete(self) -> bool:
+        return self.answered >= self.asked
 
 
 @dataclass(frozen=True)
@@ -108,6 +148,9 @@ class JudgeReliability(JsonRecord):
     consistency: Consistency | None
     probes: tuple[Probe, ...]
     verdict: Verdict
+    by_form: tuple[FormRow, ...] = ()
+    coverage: Coverage | None = None
+    floor: bool = False  # a reference floor, not a judge
 
 
 @dataclass(frozen=True)
@@ -147,16 +190,25 @@ class CorrectedRate(JsonRecord):
     observed: float
     corrected: PrevalenceCI | None
     note: str = ""
+    n_scenarios: int = 0  # the clusters the interval resampled
 
 
 @dataclass(frozen=True)
 class RankAgreement(JsonRecord):
+    """Two judges' rankings of the agent models in one scope; ``tau`` is None with fewer than
+    ``MIN_MODELS_TO_RANK`` models ("too few models to rank")."""
+
     scope: str  # "<category> <level> <metric>" or "all units"
     judge_a: str
     judge_b: str
-    tau: KendallTau
+    tau: KendallTau | None
     ranking_a: tuple[str, ...]
     ranking_b: tuple[str, ...]
+    n_models: int = 0
+
+    @property
+    def rankable(self) -> bool:
+        return self.tau is not None
 
 
 @dataclass(frozen=True)
@@ -179,6 +231,10 @@ class Reliability(JsonRecord):
     judges: tuple[JudgeReliability, ...]
     across: JudgesAgreement | None
     consequences: Consequences | None = None
+    floors: tuple[JudgeReliability, ...] = ()  # the substring and template matchers on the same items
+    n_gold: int = 0  # items in the whole gold set (n_items: those asked, a sample or all)
+    mix: dict[str, int] = field(default_factory=dict)  # asked items per construction method
+    build: dict[str, Any] = field(default_factory=dict)  # how the gold set was built (its items' meta.build)
     thresholds: dict[str, float] = field(default_factory=lambda: {
         "KAPPA_USE": KAPPA_USE, "KAPPA_CORRECT": KAPPA_CORRECT, "BIAS_USE": BIAS_USE, "FAIL_MAX": FAIL_MAX,
         "CONSISTENCY_MIN": CONSISTENCY_MIN, "FLIP_MAX": FLIP_MAX, "METHOD_MIN": METHOD_MIN})
@@ -249,8 +305,33 @@ def by_method(data: EvalData, labels: dict[str, str | None]) -> tuple[MethodRow,
     for (method, label), ids in sorted(groups.items(), key=lambda kv: (_RANK[kv[0][1]], kv[0][0])):
         pairs = [(gold[i], labels[i]) for i in ids if labels.get(i) is not None]
         acc = sum(g == j for g, j in pairs) / len(pairs) if pairs else math.nan
-        called = sum(_RANK[j] > 0 for _, j in pairs) / len(pairs) if pairs else math.nan
-        rows.append(MethodRow(method, label, len(ids), acc, called, len(ids) - len(pairs)))
+        n_leak = sum(_RANK[j] > 0 for _, j in pairs)
+        called = n_leak / len(pairs) if pairs else math.nan
+        wrong = n_leak if label == "none" else len(pairs) - n_leak
+        error = wilson_ci(wrong, len(pairs)) if pairs else None
+        rows.append(MethodRow(method, label, len(ids), acc, called, len(ids) - len(pairs), error))
+    return tuple(rows)
+
+
+def by_form(data: EvalData, labels: dict[str, str | None], n_resamples: int = 1000,
+            seed: int = 0) -> tuple[FormRow, ...]:
+    """κ per surface form of the planted text, where the form holds both leaks and non-leaks."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    for it in data.gold:
+        form = it.meta.get("form")
+        if it.label is not None and form:
+            groups[form].append(it.id)
+    gold = {it.id: it.label for it in data.gold}
+    rows = []
+    for form, ids in sorted(groups.items()):
+        counts = {lv: sum(gold[i] == lv for i in ids) for lv in ("none", "partial", "full")}
+        if counts["none"] == 0 or counts["none"] == len(ids):
+            continue  # κ needs leaks and non-leaks
+        g = {i: gold[i] for i in ids}
+        j = {i: labels.get(i) for i in ids}
+        k = cohen_kappa(g, j, n_resamples=n_resamples, seed=seed)
+        kb = cohen_kappa(g, j, binary=True, n_resamples=n_resamples, seed=seed)
+        rows.append(FormRow(form, len(ids), counts, k, kb))
     return tuple(rows)
 
 
@@ -262,13 +343,27 @@ def _fmt(ci: CI) -> str:
     return f"{ci.estimate:.2f} [{ci.low:.2f}, {ci.high:.2f}]"
 
 
+def coverage_line(judge: str, cov: Coverage) -> str:
+    """What an incomplete eval says instead of a verdict."""
+    of = f"the stratified sample of {cov.asked}" if cov.sample else f"{cov.asked}"
+    return (f"{judge}: no verdict: answered {cov.answered} of {of} items "
+            f"({'eval stopped early; ' if cov.answered else ''}rerun `localbench judges eval` with the same --out "
+            f"to finish{'' if cov.sample else ', or use --sample N for a stratified sample'})")
+
+
 def verdict(judge: str, gold: GoldAgreement | None, bias: CI | None, failure_rate: float,
             methods: tuple[MethodRow, ...], cons: Consistency | None, probes: tuple[Probe, ...],
-            metrics: str = "") -> Verdict:
+            metrics: str = "", coverage: Coverage | None = None,
+            floors: dict[str, float] | None = None) -> Verdict:
     """The plain-language verdict (rules: the module constants; docs/judges.md explains them).
 
-    ``metrics`` names the benchmark metrics the judge's labels feed (the eval records them).
+    ``metrics`` names the benchmark metrics the judge's labels feed (the eval records them). A judge
+    that has not answered every item the eval asks gets grade "incomplete" and no verdict: the
+    items it answered are the first ones asked, not a sample. ``floors`` ({floor: κ}) are quoted
+    beside its κ, and a judge that does not beat them is told so.
     """
+    if coverage is not None and not coverage.complete:
+        return Verdict("incomplete", coverage_line(judge, coverage))
     metrics = metrics or "the leakage metrics"
     notes: list[str] = []
     if failure_rate > FAIL_MAX:
@@ -289,6 +384,13 @@ def verdict(judge: str, gold: GoldAgreement | None, bias: CI | None, failure_rat
         return Verdict("no evidence", f"{judge}: no usable comparison with gold "
                        f"({0 if gold is None else gold.n_items} items labelled by both)", tuple(notes))
     parts = [f"κ = {_fmt(gold.kappa)} vs gold (binary κ = {_fmt(gold.binary_kappa)}, n = {gold.n_items})"]
+    if floors:
+        parts.append("floors: " + ", ".join(f"{f} κ = {k:.2f}" for f, k in floors.items() if not math.isnan(k)))
+        k_low = gold.kappa.low if not math.isnan(gold.kappa.low) else gold.kappa.estimate
+        beaten = [f for f, k in floors.items() if not math.isnan(k) and k_low <= k]
+        if beaten:
+            notes.append(f"does not beat the {' and '.join(beaten)} floor{'s' if len(beaten) > 1 else ''} "
+                         "(its κ lower bound is at or below theirs): a rule that does not read the items does as well")
     b = bias.estimate if bias is not None else math.nan
     if not math.isnan(b):
         if abs(b) < 0.005:
@@ -312,9 +414,11 @@ def verdict(judge: str, gold: GoldAgreement | None, bias: CI | None, failure_rat
 
 METHOD_NAMES = {
     "verbatim": "item stated word for word", "split": "item split across two messages",
-    "fragment": "fragment of the item", "clause": "one clause of the item",
-    "abstraction": "acceptable abstraction", "absent": "item absent",
-    "other_person": "same fact about someone else", "negation": "denial naming the topic",
+    "paraphrase": "item restated in other words", "cross_message": "person and fact in separate messages",
+    "fragment": "a part of the item without its key fact", "clause": "the clause without the key fact",
+    "inference": "details that imply the item", "abstraction": "acceptable abstraction", "absent": "item absent",
+    "other_person": "same fact about someone else", "negation": "denial of the key fact",
+    "hypothetical": "key fact raised about no one",
 }
 
 
@@ -322,28 +426,42 @@ def method_name(method: str) -> str:
     return METHOD_NAMES.get(method, method)
 
 
-def judge_reliability(data: EvalData, judge: str, n_resamples: int = 1000, seed: int = 0) -> JudgeReliability:
+def judge_reliability(data: EvalData, judge: str, n_resamples: int = 1000, seed: int = 0,
+                      labels: dict[str, str | None] | None = None,
+                      floors: dict[str, float] | None = None) -> JudgeReliability:
+    """One judge's reliability; with ``labels`` given, a reference floor's (no failures, no probes)."""
     gold = {it.id: it.label for it in data.gold}
-    labels = data.labels(judge)
+    is_floor = labels is not None
+    labels = labels if labels is not None else data.labels(judge)
     labelled = [k for k, v in gold.items() if v is not None]
-    n_failed = data.failures(judge)
-    asked = len({r["item_id"] for r in data.records
-                 if r["preset"] == judge and r["variant"] == "base" and r["seed_index"] == 0})
-    failure_rate = n_failed / asked if asked else math.nan
+    n_failed = 0 if is_floor else data.failures(judge)
+    n_asked = len(data.gold) if is_floor else len(data.answered(judge))
+    cov = Coverage(len(data.gold), n_asked, data.n_gold or len(data.gold), data.config.sample)
+    failure_rate = n_failed / n_asked if n_asked else math.nan
     both = [k for k in labelled if labels.get(k) is not None]
     agreement = compare_to_gold({k: gold[k] for k in labelled}, {k: labels[k] for k in labelled},
                                 n_resamples=n_resamples, seed=seed) if both else None
     bias = leak_bias(gold, labels, n_resamples, seed)
-    seeds = [data.labels(judge, "base", k) for k in range(data.config.seeds)]
-    cons = consistency(seeds, n_resamples, seed) if data.config.seeds > 1 else None
-    probes = tuple(probe(labels, data.labels(judge, v), v, n_resamples, seed)
-                   for v in data.config.variants if v != "base")
+    cons, probes = None, ()
+    if not is_floor:
+        seeds = [data.labels(judge, "base", k) for k in range(data.config.seeds)]
+        cons = consistency(seeds, n_resamples, seed) if data.config.seeds > 1 else None
+        probes = tuple(probe(labels, data.labels(judge, v), v, n_resamples, seed)
+                       for v in data.config.variants if v != "base")
     methods = by_method(data, labels)
+    forms = by_form(data, labels, n_resamples, seed)
     g_rate = float(np.mean([_leak(gold[k]) for k in both])) if both else math.nan
     j_rate = float(np.mean([_leak(labels[k]) for k in both])) if both else math.nan
+    v = verdict(judge, agreement, bias, failure_rate if n_asked else 0.0, methods, cons, probes,
+                data.config.judge_metrics, None if is_floor else cov, None if is_floor else floors)
     return JudgeReliability(judge, len(labelled), n_failed, failure_rate, agreement, g_rate, j_rate, bias, methods,
-                            cons, probes, verdict(judge, agreement, bias, failure_rate if asked else 0.0, methods,
-                                                  cons, probes, data.config.judge_metrics))
+                            cons, probes, v, forms, cov, is_floor)
+
+
+def floor_reliability(data: EvalData, n_resamples: int = 1000, seed: int = 0) -> tuple[JudgeReliability, ...]:
+    """The substring and template floors, scored on the asked items like a judge."""
+    return tuple(judge_reliability(data, name, n_resamples, seed, labels=labels)
+                 for name, labels in floor_labels(data.gold).items())
 
 
 def reliability(data: EvalData, n_resamples: int = 1000, seed: int = 0,
@@ -353,7 +471,9 @@ def reliability(data: EvalData, n_resamples: int = 1000, seed: int = 0,
     ``consequences``, when given, computes what the judges' measured reliability means for finished
     runs (``localbench.consequences.for_runs``); it is handed each judge's reliability.
     """
-    judges = tuple(judge_reliability(data, j, n_resamples, seed) for j in data.config.judges)
+    floors = floor_reliability(data, n_resamples, seed)
+    floor_k = {f.judge.removeprefix(FLOOR_PREFIX): (f.gold.kappa.estimate if f.gold else math.nan) for f in floors}
+    judges = tuple(judge_reliability(data, j, n_resamples, seed, floors=floor_k) for j in data.config.judges)
     across = None
     if len(data.config.judges) >= 2:
         across = agreement_across_judges({j: data.labels(j) for j in data.config.judges},
@@ -361,14 +481,38 @@ def reliability(data: EvalData, n_resamples: int = 1000, seed: int = 0,
     counts: dict[str, int] = defaultdict(int)
     for it in data.gold:
         counts[str(it.label)] += 1
+    mix = construction_mix(data.gold)
     cons = consequences({j.judge: j for j in judges}) if consequences is not None else None
-    cfg = {k: v for k, v in vars(data.config).items()}
-    return Reliability(str(data.path), data.config.gold, len(data.gold), dict(counts), cfg, judges, across, cons)
+    cfg = {k: v for k, v in vars(data.config).items() if k != "sample_ids"}
+    build = next((it.meta["build"] for it in data.gold if isinstance(it.meta.get("build"), dict)), {})
+    return Reliability(str(data.path), data.config.gold, len(data.gold), dict(counts), cfg, judges, across, cons,
+                       floors, data.n_gold or len(data.gold), dict(mix), build)
 
 
-def corrected_rate(k_obs: int, n_obs: int, gold: GoldAgreement, seed: int = 0) -> PrevalenceCI | None:
-    """Rogan–Gladen correction of k_obs leaks in n_obs units with the judge's gold FPR/FNR counts."""
+def status_line(rel: Reliability) -> str | None:
+    """The report's first line when the eval is not a complete run over the whole gold set."""
+    cfg = rel.config
+    sample = cfg.get("sample") or 0
+    short = [j for j in rel.judges if j.coverage is not None and not j.coverage.complete]
+    parts = []
+    if short:
+        parts.append("INCOMPLETE EVAL: " + "; ".join(
+            f"{j.judge} answered {j.coverage.answered} of {j.coverage.asked} items" for j in short)
+            + " — no verdict for " + ("it" if len(short) == 1 else "them")
+            + " (the items answered are the first asked, not a sample)")
+    if sample:
+        parts.append(f"SAMPLE: a stratified sample of {rel.n_items} of the gold set's {rel.n_gold} items "
+                     f"(by construction method and label, seed {cfg.get('seed', 0)}); verdicts are about the sample")
+    return "; ".join(parts) or None
+
+
+def corrected_rate(clusters: list[tuple[int, int]], gold: GoldAgreement, seed: int = 0) -> PrevalenceCI | None:
+    """Rogan–Gladen correction of a pooled leak rate with the judge's gold FPR/FNR counts.
+
+    ``clusters`` are (leaked units, units) per scenario: leaks cluster within scenarios, so the
+    interval resamples scenarios, not units (``stats.rogan_gladen_cluster_ci``).
+    """
     lk = gold.leak
-    if n_obs <= 0 or lk.n_neg <= 0 or lk.n_pos <= 0:
+    if sum(n for _, n in clusters) <= 0 or lk.n_neg <= 0 or lk.n_pos <= 0:
         return None
-    return rogan_gladen_ci(k_obs, n_obs, lk.fp, lk.n_neg, lk.fn, lk.n_pos, seed=seed)
+    return rogan_gladen_cluster_ci(clusters, lk.fp, lk.n_neg, lk.fn, lk.n_pos, seed=seed)

@@ -19,6 +19,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from localbench.judging.agreement import ConfusionMatrix
+from localbench.judging.floors import FLOOR_WARN
 from localbench.judging.reliability import (
     BIAS_USE,
     CONSISTENCY_MIN,
@@ -26,8 +27,11 @@ from localbench.judging.reliability import (
     FLIP_MAX,
     KAPPA_CORRECT,
     KAPPA_USE,
+    MIN_MODELS_TO_RANK,
+    JudgeReliability,
     Reliability,
     method_name,
+    status_line,
 )
 from localbench.stats import CI
 
@@ -110,29 +114,55 @@ def _safe(name: str) -> str:
 
 # -- sections ------------------------------------------------------------------------------------
 
-def sections(rel: Reliability, figures: dict[str, str]) -> list[Section]:
-    out = []
+def _rows_of(rel: Reliability) -> list[JudgeReliability]:
+    """Every judge, then the reference floors, as rows of the same tables."""
+    return list(rel.judges) + list(rel.floors)
+
+
+def _setup(rel: Reliability) -> Section:
     counts = ", ".join(f"{k}: {v}" for k, v in sorted(rel.gold_counts.items()))
     cfg = rel.config
-    intro = Section("Setup", text=[
-        f"Gold set `{rel.gold}` ({rel.n_items} items; labels {counts}). Every judge answered with the "
-        f"item-leakage rubric of the benchmark `{cfg.get('benchmark', 'asb')}` (`{cfg.get('rubric')}`, hash "
-        f"{cfg.get('rubric_hash')}) and its schema. Seeds: {cfg.get('seeds')} (seed 0 greedy, others at temperature {cfg.get('temperature')}); "
-        f"variants: {', '.join(['base'] + (['shuffled'] if cfg.get('shuffle') else []) + (['padded'] if cfg.get('pad') else []))}.",
-        "Intervals are 95% percentile bootstrap CIs over gold items (runs: over scenarios; corrected rates: "
-        "parametric bootstrap over the run's and the gold set's counts).",
+    of = (f"a stratified sample of {rel.n_items} of its {rel.n_gold} items" if cfg.get("sample")
+          else f"{rel.n_items} items")
+    mix = ", ".join(f"{m} {n}" for m, n in rel.mix.items())
+    built = rel.build
+    how = (f" Built with seed {built.get('seed')} from {built.get('source')}; templates {built.get('templates_hash')}"
+           + (f"; rewrites by {built['rewrite']['generator']}: {built['rewrite']['accepted']} used, "
+              f"{built['rewrite']['rejected']} rejected, {built['rewrite']['failed']} failed" if built.get("rewrite") else "")
+           + "." if built else "")
+    asked = ("all of one owner's items in one call, as a run asks them" if cfg.get("batch")
+             else "one item per call")
+    return Section("Setup", text=[
+        f"Gold set `{rel.gold}` ({of}; labels {counts}). Construction mix: {mix or 'n/a'}.{how}",
+        f"Every judge answered with the item-leakage rubric of the benchmark `{cfg.get('benchmark', 'asb')}` "
+        f"(`{cfg.get('rubric')}`, hash {cfg.get('rubric_hash')}) and its schema, {asked}. Seeds: {cfg.get('seeds')} "
+        f"(seed 0 greedy, others at temperature {cfg.get('temperature')}); variants: "
+        f"{', '.join(['base'] + (['shuffled'] if cfg.get('shuffle') else []) + (['padded'] if cfg.get('pad') else []))}.",
+        "Reference floors, scored on the same items and shown beside every judge: *floor: substring* (labels by "
+        "how many of the item's words appear) and *floor: template* (labels by which construction templates the "
+        "messages use: a logistic regression learnt from the other items' templates and labels). A judge worth "
+        f"using beats both; a gold set on which a floor reaches κ ≥ {FLOOR_WARN} is too easy to rank judges.",
+        "Intervals are 95% percentile bootstrap CIs over gold items (per method: Wilson intervals; runs: over "
+        "scenarios; corrected rates: scenarios resampled, the gold set's counts drawn from their posteriors).",
     ])
-    out.append(intro)
+
+
+def sections(rel: Reliability, figures: dict[str, str]) -> list[Section]:
+    out = [_setup(rel)]
     v = Section("Verdicts")
     for j in rel.judges:
         v.bullets.append(f"**{j.verdict.grade}** — {j.verdict.text}" +
                          ("".join(f"; {n}" for n in j.verdict.notes) if j.verdict.notes else ""))
+    for f in rel.floors:
+        v.bullets.append(f"*reference* — {f.judge}: κ = {ci(f.gold.kappa) if f.gold else 'n/a'} "
+                         f"(binary κ = {ci(f.gold.binary_kappa) if f.gold else 'n/a'})")
     v.text.append(f"Rules: *use as is* needs binary κ lower bound ≥ {KAPPA_USE}, |leak-rate bias| ≤ "
                   f"{100 * BIAS_USE:.0f} points and ≤ {100 * FAIL_MAX:.0f}% failures; *use with correction* needs "
-                  f"binary κ lower bound ≥ {KAPPA_CORRECT} and FPR + FNR < 1; otherwise *do not use*. Notes flag "
+                  f"binary κ lower bound ≥ {KAPPA_CORRECT} and FPR + FNR < 1; otherwise *do not use*; a judge that "
+                  "has not answered every item asked is *incomplete* and gets no verdict. Notes flag "
                   f"failures > {100 * FAIL_MAX:.0f}%, self-consistency < {100 * CONSISTENCY_MIN:.0f}%, label flips "
-                  f"> {100 * FLIP_MAX:.0f}% under a probe, and construction methods it mostly gets wrong "
-                  "(docs/judges.md).")
+                  f"> {100 * FLIP_MAX:.0f}% under a probe, construction methods it mostly gets wrong, and a judge "
+                  "that does not beat the reference floors (docs/judges.md).")
     out.append(v)
 
     g = Section("Agreement with gold")
@@ -143,7 +173,7 @@ def sections(rel: Reliability, figures: dict[str, str]) -> list[Section]:
                             ci(j.gold.binary_kappa) if j.gold else "n/a", ci(j.gold.ac1) if j.gold else "n/a",
                             ci(j.gold.leak.fpr) if j.gold else "n/a", ci(j.gold.leak.fnr) if j.gold else "n/a",
                             num(j.judge_leak_rate, True), num(j.gold_leak_rate, True), ci(j.leak_bias, pct=True, signed=True)]
-                           for j in rel.judges]))
+                           for j in _rows_of(rel)]))
     pc_rows = []
     for j in rel.judges:
         if j.gold:
@@ -156,19 +186,36 @@ def sections(rel: Reliability, figures: dict[str, str]) -> list[Section]:
             g.figures.append((figures[j.judge], f"Confusion matrices of {j.judge} (rows: gold, columns: judge)"))
     out.append(g)
 
+    rows_of = _rows_of(rel)
     m = Section("By construction method",
-                text=["Accuracy = judge label equals the gold label; 'called leak' = judge said partial or full. "
-                      "Hard cases: split, other_person, negation."])
-    methods = sorted({(r.method, r.gold_label) for j in rel.judges for r in j.by_method},
+                text=["Accuracy = judge label equals the gold label; the error rate is FPR for the methods whose "
+                      "label is none (the share called a leak) and FNR for the others (the share called none), with "
+                      "a 95% Wilson interval. Hard cases: split, paraphrase, cross_message, inference, other_person, "
+                      "negation, hypothetical."])
+    methods = sorted({(r.method, r.gold_label) for j in rows_of for r in j.by_method},
                      key=lambda t: ({"none": 0, "partial": 1, "full": 2}[t[1]], t[0]))
     rows = []
     for method, label in methods:
         row = [method_name(method), label]
-        for j in rel.judges:
+        for j in rows_of:
             r = next((r for r in j.by_method if r.method == method and r.gold_label == label), None)
-            row.append("n/a" if r is None else f"{num(r.accuracy, True)} / {num(r.called_leak, True)} (n={r.n})")
+            row.append("n/a" if r is None else
+                       f"{num(r.accuracy, True)}; {r.error_kind} {ci(r.error, pct=True)}% (n={r.n})")
         rows.append(row)
-    m.tables.append(Table(["method", "gold"] + [f"{j.judge}: accuracy / called leak" for j in rel.judges], rows))
+    m.tables.append(Table(["method", "gold"] + [f"{j.judge}: accuracy; error" for j in rows_of], rows))
+    forms = sorted({f.form for j in rows_of for f in j.by_form})
+    if forms:
+        frows = []
+        for form in forms:
+            first = next(f for j in rows_of for f in j.by_form if f.form == form)
+            row = [form, f"{first.n} ({', '.join(f'{k} {v}' for k, v in first.labels.items() if v)})"]
+            for j in rows_of:
+                f = next((f for f in j.by_form if f.form == form), None)
+                row.append("n/a" if f is None else f"{ci(f.kappa)}; binary {ci(f.binary_kappa)}")
+            frows.append(row)
+        m.tables.append(Table(["surface form", "items (gold labels)"] + [f"{j.judge}: κ" for j in rows_of], frows,
+                              "κ by surface form: a leak and the hard negatives built from the same words "
+                              "(the fact about someone else, denied, or supposed) side by side"))
     out.append(m)
 
     if rel.across is not None:
@@ -206,15 +253,17 @@ def consequence_sections(rel: Reliability) -> list[Section]:
     s = Section("Consequences for benchmark runs", text=[
         f"Runs: {', '.join(c.runs) or 'none'}; judges that labelled them: {', '.join(c.judges) or 'none'}. "
         "Leak rates are pooled over scored units (items, or (item, recipient) pairs); the corrected rate uses the "
-        "judge's FPR/FNR measured on the gold set (Rogan–Gladen) and treats units as independent, which "
-        "understates the interval when leaks cluster within scenarios."], bullets=list(c.notes))
+        "judge's FPR/FNR measured on the gold set (Rogan–Gladen). Its interval resamples scenarios, not units, "
+        "since leaks cluster within a scenario, and draws FPR and FNR from the gold set's counts."],
+        bullets=list(c.notes))
     s.tables.append(Table(["run", "model", "level", "category", "judge", "leaked / units", "observed",
                            "corrected [95% CI]", "note"],
                           [[r.run, r.model, r.level, r.category, r.judge, f"{r.k_obs}/{r.n_obs}"
                             + (f" ({r.n_failed_sims} sims failed)" if r.n_failed_sims else ""),
                             num(r.observed, True),
                             "n/a" if r.corrected is None else
-                            f"{100 * r.corrected.estimate:.0f}% [{100 * r.corrected.low:.0f}, {100 * r.corrected.high:.0f}]",
+                            f"{100 * r.corrected.estimate:.0f}% [{100 * r.corrected.low:.0f}, {100 * r.corrected.high:.0f}]"
+                            + (f" ({r.n_scenarios} scenarios)" if r.n_scenarios else ""),
                             r.note] for r in c.corrected], "Leak rates corrected for each judge's error rates"))
     judges = list(c.judges)
     s.tables.append(Table(["run", "model", "level", "category", "metric"] + judges + ["spread"],
@@ -223,9 +272,11 @@ def consequence_sections(rel: Reliability) -> list[Section]:
                           "Each leakage metric recomputed with each judge (mean [95% CI over scenarios])"))
     if c.ranks:
         s.tables.append(Table(["scope", "judges", "Kendall τ", "n models", "ranking A", "ranking B"],
-                              [[r.scope, f"{r.judge_a} vs {r.judge_b}", num(r.tau.tau), str(r.tau.n),
-                                " > ".join(r.ranking_a), " > ".join(r.ranking_b)] for r in c.ranks],
-                              "Do the judges rank the agent models the same way?"))
+                              [[r.scope, f"{r.judge_a} vs {r.judge_b}",
+                                num(r.tau.tau) if r.tau is not None else "too few models to rank",
+                                str(r.n_models), " > ".join(r.ranking_a), " > ".join(r.ranking_b)] for r in c.ranks],
+                              "Do the judges rank the agent models the same way? (Kendall τ needs at least "
+                              f"{MIN_MODELS_TO_RANK} models)"))
     return [s]
 
 
@@ -249,7 +300,10 @@ def _data_uri(path: Path) -> str:
 
 
 def verdict_lines(rel: Reliability) -> list[str]:
-    return [f"[{j.verdict.grade}] {j.verdict.text}" + "".join(f"; {n}" for n in j.verdict.notes) for j in rel.judges]
+    """One line per judge, after a first line that says so when the eval is incomplete or a sample."""
+    status = status_line(rel)
+    return ([status] if status else []) + [
+        f"[{j.verdict.grade}] {j.verdict.text}" + "".join(f"; {n}" for n in j.verdict.notes) for j in rel.judges]
 
 
 def write_report(rel: Reliability, out: str | Path) -> ReportPaths:
@@ -265,10 +319,11 @@ def write_report(rel: Reliability, out: str | Path) -> ReportPaths:
             figs[j.judge] = rel_path
     secs = sections(rel, figs)
     env = _env()
-    md = env.get_template("report.md.j2").render(sections=secs, title="Judge reliability")
+    status = status_line(rel)
+    md = env.get_template("report.md.j2").render(sections=secs, title="Judge reliability", status=status)
     images = {p: _data_uri(outp / p) for s in secs for p, _ in s.figures}
     html = env.get_template("report.html.j2").render(sections=secs, title="Judge reliability", images=images,
-                                                     markdown_inline=_inline)
+                                                     markdown_inline=_inline, status=status)
     (outp / "report.md").write_text(md, encoding="utf-8")
     (outp / "report.html").write_text(html, encoding="utf-8")
     (outp / "reliability.json").write_text(json.dumps(rel.to_dict(), indent=1, ensure_ascii=False), encoding="utf-8")
