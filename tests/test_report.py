@@ -293,7 +293,8 @@ def test_cli_report_prints_html_path(rendered, tmp_path):
         shutil.copy(src / name, run / name)
     res = CliRunner().invoke(app, ["report", str(run), "--ci"])
     assert res.exit_code == 0, res.output
-    assert res.output.strip() == str(run / "report.html")
+    assert res.stdout.strip() == str(run / "report.html")  # stdout: the path alone (stderr: the stage's time)
+    assert re.search(r"report: .*report\.html \(\d+\.\d s\)", res.stderr)
     assert (run / "report.md").is_file() and len(list((run / "figures").glob("*.png"))) == len(FIGURES)
     line = (run / "tables" / "table2_main_L0.md").read_text().split("| qwen3-8b |")[1].splitlines()[0]
     assert re.search(r"0\.\d\d \[0\.\d\d, 0\.\d\d\]", line)

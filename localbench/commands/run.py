@@ -23,12 +23,15 @@ def register(app: typer.Typer) -> None:
         limits) is the start.
         """
         given = {k: v for k, v in locals().items() if k not in ("spec_file", "concurrency", "progress")}
-        from localbench.pipeline import run_all
+        from localbench.pipeline import log, run_all
+        from localbench.viewer.build import refresh_run_viewer
 
         spec = F.spec_from_flags(spec_file, **given, embedded=True, **{"serving.max_concurrency": concurrency})
         report = run_all(spec, progress)
+        log(refresh_run_viewer(spec.run_dir))
         typer.echo(f"run directory: {spec.run_dir}")
         typer.echo(f"report: {report}")
+        typer.echo(f"viewer: localbench view {spec.run_dir}")
 
     @app.command("judge")
     def judge(run_dir: Path = typer.Argument(..., help="a run directory (runs/<id>)"),

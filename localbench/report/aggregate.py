@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from localbench.design import ALL
 from localbench.records import ScenarioScore
 from localbench.report.data import RunData
 from localbench.scores import ScoreRow
@@ -32,13 +33,14 @@ class Estimate:
     n_failed: int = 0  # scenarios left without a value by failures
     higher_is_better: bool = False
     n_failed_sims: int = 0  # simulations that could not be scored (their scenario may still have a value)
+    where: tuple[tuple[str, str], ...] = ()  # the simulations behind it, as viewer filters (model, level, ...)
 
     @classmethod
     def from_row(cls, row: ScoreRow | None, default_hib: bool = False) -> "Estimate":
         if row is None:
             return cls(None, higher_is_better=default_hib)
         return cls(_finite(row.mean), _finite(row.ci_low), _finite(row.ci_high), row.n, row.n_failed,
-                   row.higher_is_better, row.n_failed_sims)
+                   row.higher_is_better, row.n_failed_sims, where=behind(row.model, row.level, [row.category], row.judge))
 
     @property
     def any_failed(self) -> bool:
@@ -48,6 +50,13 @@ class Estimate:
     @property
     def has_ci(self) -> bool:
         return self.low is not None and self.high is not None
+
+
+def behind(model: str, level: str, categories: Iterable[str], judge: str | None) -> tuple[tuple[str, str], ...]:
+    """Viewer filters for the simulations a cell was computed from (every category when ALL)."""
+    cats = [c for c in categories if c != ALL]
+    where = [("model", model), ("level", level)] + ([("category", ",".join(cats))] if cats else [])
+    return tuple(where + ([("judge", judge)] if judge else []))
 
 
 def _finite(x: float | None) -> float | None:
@@ -96,7 +105,9 @@ def _pool(run: RunData, model: str, level: str, judge: str | None, pick: Pick) -
     if not values:
         return Estimate(None, n=0, n_failed=n_failed, n_failed_sims=n_sims)
     ci = bootstrap_ci(values, **bootstrap_settings(run))
-    return Estimate(ci.estimate, ci.low, ci.high, ci.n, n_failed, n_failed_sims=n_sims)
+    cats = sorted({c for c, _ in per_unit} | {c for c, _ in failed})
+    return Estimate(ci.estimate, ci.low, ci.high, ci.n, n_failed, n_failed_sims=n_sims,
+                    where=behind(model, level, run.ordered_categories(cats), judge))
 
 
 def pooled_leak(run: RunData, model: str, level: str, categories: Iterable[str], judge: str | None = None,
@@ -133,7 +144,7 @@ def pooled_metric(run: RunData, metric: str, model: str, level: str, judge: str 
         return s.metrics.get(metric), metric in s.failed
 
     e = _pool(run, model, level, judge, pick)
-    return Estimate(e.mean, e.low, e.high, e.n, e.n_failed, hib, e.n_failed_sims)
+    return Estimate(e.mean, e.low, e.high, e.n, e.n_failed, hib, e.n_failed_sims, e.where)
 
 
 def _pooled_from_rows(run: RunData, model: str, level: str, cats: list[str], judge: str | None,

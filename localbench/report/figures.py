@@ -37,6 +37,8 @@ class FigureResult:
     title: str
     figure: Figure | None
     note: str | None = None  # why it was skipped, or a caveat
+    caption: str = ""  # one line: what to look at
+    alt: str = ""  # what the picture shows, for a reader who cannot see it (default: the title)
 
     @property
     def ok(self) -> bool:
@@ -47,6 +49,12 @@ def new_figure(w: float, h: float) -> Figure:
     fig = Figure(figsize=(w, h), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
     return fig
+
+
+def title_width(text: str, fontsize: float) -> float:
+    """Inches a one-line title needs at ``fontsize`` (with margins): a figure at least this wide
+    never cuts its title."""
+    return 0.62 * fontsize / 72 * len(text) + 0.6
 
 
 def colors(run: RunData) -> dict[str, tuple]:
@@ -144,7 +152,9 @@ def group_heatmap(run: RunData, name: str, title: str, metric: str, category: st
     levels = [lv for lv in run.levels() if any(k[1] == lv for k in vals)]
     sources = sorted({k[2] for k in vals})
     targets = sorted({k[3] for k in vals})
-    fig = new_figure(1.0 + 0.55 * len(targets) * len(levels) + 0.8, 0.9 + 0.5 * len(sources) * len(models))
+    suptitle = title + " (grey: no scenario)"
+    fig = new_figure(max(1.8 + 0.55 * len(targets) * len(levels), title_width(suptitle, 10)),
+                     max(2.4, 1.4 + 0.5 * len(sources) * len(models)))
     axes = fig.subplots(len(models), len(levels), squeeze=False)
     im = None
     for i, m in enumerate(models):
@@ -172,7 +182,7 @@ def group_heatmap(run: RunData, name: str, title: str, metric: str, category: st
                 ax.set_ylabel(axis_names[0], fontsize=7)
     if im is not None:
         fig.colorbar(im, ax=axes, shrink=0.8, label=metric)
-    fig.suptitle(title + " (grey: no scenario)", fontsize=10)
+    fig.suptitle(suptitle, fontsize=10)
     return FigureResult(name, title, fig, jnote)
 
 
@@ -256,6 +266,71 @@ def split_bars(run: RunData, name: str, title: str, panels: list[tuple[str, str]
                 Patch(facecolor="white", edgecolor="black", hatch="///", label=second)]
     fig.legend(handles=handles, loc="outside lower center", ncols=min(6, len(handles)), fontsize=8)
     fig.suptitle(f"{title} (solid: {first}, hatched: {second})", fontsize=11)
+    return FigureResult(name, title, fig, jnote)
+
+
+def bars_by_level(run: RunData, name: str, title: str, metrics: list[str], labels: list[str] | None = None,
+                  category: str = ALL) -> FigureResult:
+    """Several metrics side by side (a group of bars each), one bar per level, one panel per model;
+    error bars are the rows' intervals."""
+    levels = run.levels()
+    labels = labels or metrics
+    models = [m for m in run.models() if any(run.row(x, m, lv, category) for x in metrics for lv in levels)]
+    if not models:
+        return FigureResult(name, title, None, "skipped: none of these metrics has a row in scores.json")
+    fig = new_figure(max(title_width(title, 11), 1.2 + 0.5 * len(metrics) * max(1, len(levels)) * 0.6),
+                     2.9 * len(models) + 0.6)
+    axes = fig.subplots(len(models), 1, squeeze=False).ravel()
+    from matplotlib import colormaps
+
+    cmap = colormaps["viridis"]
+    x = np.arange(len(metrics))
+    width = 0.8 / max(1, len(levels))
+    judge, jnote = one_judge(run)
+    for ax, model in zip(axes, models):
+        for k, lv in enumerate(levels):
+            ests = [Estimate.from_row(run.row(m, model, lv, category, judge)) for m in metrics]
+            y = np.array([np.nan if e.mean is None else e.mean for e in ests])
+            ax.bar(x + (k - (len(levels) - 1) / 2) * width, np.nan_to_num(y), width, yerr=yerr(ests), capsize=2,
+                   color=cmap(k / max(1, len(levels) - 1) * 0.85), label=lv, edgecolor="black", lw=0.3)
+        ax.set_xticks(x, labels)
+        ax.set_ylim(0, 1.02)
+        ax.set_title(model, fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].legend(fontsize=8, title=run.design.condition.label, title_fontsize=8, ncols=min(4, len(levels)))
+    fig.suptitle(f"{title} (error bars: 95% interval)", fontsize=11)
+    return FigureResult(name, title, fig, jnote)
+
+
+def metric_matrix(run: RunData, name: str, title: str, metrics: list[str], labels: list[str] | None = None,
+                  category: str = ALL) -> FigureResult:
+    """A heatmap per level: models as rows, metrics as columns (their means)."""
+    levels = run.levels()
+    models = run.models()
+    labels = labels or metrics
+    if not models or not levels:
+        return FigureResult(name, title, None, "skipped: no rows in scores.json")
+    judge, jnote = one_judge(run)
+    fig = new_figure(max(title_width(title, 10), 1.5 + 0.45 * len(metrics) * len(levels)),
+                     1.4 + 0.45 * len(models))
+    axes = fig.subplots(1, len(levels), squeeze=False).ravel()
+    im = None
+    for ax, lv in zip(axes, levels):
+        cells = np.array([[np.nan if (r := run.row(m, model, lv, category, judge)) is None or r.mean is None
+                           else r.mean for m in metrics] for model in models])
+        im = ax.imshow(np.ma.masked_invalid(cells), cmap="Reds", vmin=0, vmax=1, aspect="auto")
+        for a in range(len(models)):
+            for b in range(len(metrics)):
+                if not np.isnan(cells[a, b]):
+                    ax.text(b, a, f"{cells[a, b]:.2f}", ha="center", va="center", fontsize=6,
+                            color="white" if cells[a, b] > 0.6 else "black")
+        ax.set_xticks(range(len(metrics)), labels, fontsize=7)
+        ax.set_yticks(range(len(models)), models, fontsize=7)
+        ax.set_facecolor("#eeeeee")
+        ax.set_title(lv, fontsize=8)
+    if im is not None:
+        fig.colorbar(im, ax=axes, shrink=0.8)
+    fig.suptitle(title + " (grey: no data)", fontsize=10)
     return FigureResult(name, title, fig, jnote)
 
 

@@ -18,12 +18,14 @@ import markupsafe
 
 from localbench import __version__
 from localbench.files import write_atomic
-from localbench.design import Design
+from localbench.design import Design, ReportPlan
 from localbench.report.data import RunData, load_run
 from localbench.report.figures import FigureResult, write_figures
-from localbench.report.tables import CellFormat, Table, comparisons_table, write_tables
+from localbench.report.provenance import key_facts, sections
+from localbench.report.tables import CellFormat, Table, comparisons_table, md_text, write_tables
 
 TEMPLATES = Path(__file__).parent / "templates"
+VIEWER = "view/index.html"  # the run's viewer (written beside the report: `localbench view`, the report command)
 
 
 @dataclass
@@ -37,16 +39,16 @@ class Report:
     notes: list[str] = field(default_factory=list)
 
 
-def _flatten(d: Any, prefix: str = "") -> list[tuple[str, str]]:
-    """Nested provenance mappings as (dotted key, value) pairs."""
-    if isinstance(d, dict):
-        out: list[tuple[str, str]] = []
-        for k, v in d.items():
-            out += _flatten(v, f"{prefix}.{k}" if prefix else str(k))
-        return out
-    if isinstance(d, list):
-        return [(prefix, ", ".join(str(x) for x in d))]
-    return [(prefix, "" if d is None else str(d))]
+def missing_line(run: RunData) -> str | None:
+    """The spec's simulations that have no transcript, per category (scores.json), or None."""
+    missing = run.scores.missing_simulations
+    if not missing:
+        return None
+    n = sum(missing.values())
+    per = ", ".join(f"{c} {k}" for c, k in missing.items())
+    planned = run.scores.planned_simulations
+    return (f"{n} of the {planned} simulations the spec lists have no transcript ({per}): every number below "
+            "covers the others only.")
 
 
 def spec_summary(run: RunData) -> list[tuple[str, str]]:
@@ -73,20 +75,24 @@ def spec_summary(run: RunData) -> list[tuple[str, str]]:
     return rows
 
 
-def provenance(run: RunData) -> dict[str, list[tuple[str, str]]]:
-    """Sections of spec.yaml other than the spec itself: versions, model revisions, hashes…"""
-    doc = run.spec_doc
-    out: dict[str, list[tuple[str, str]]] = {}
-    times = [(k, str(doc[k])) for k in ("created",) if k in doc]
-    if doc.get("resumed"):
-        times.append(("resumed", ", ".join(str(x) for x in doc["resumed"])))
-    if times:
-        out["run"] = times
-    for k, v in doc.items():
-        if k in ("spec", "created", "resumed"):
-            continue
-        out[str(k)] = _flatten(v)
-    return out
+def what_ran(run: RunData) -> str:
+    """One line: benchmark, models, levels, scenarios, simulations and failures."""
+    d = run.design
+    judges = ", ".join(run.judges()) or "no judge yet"
+    parts = [f"{d.title}: {', '.join(run.models()) or 'no model'} judged by {judges}",
+             f"{d.condition.label.lower()} {', '.join(run.levels()) or '—'}"]
+    if run.scenarios is not None:
+        scen = {(x.category, x.scenario) for x in run.scenarios}
+        n_cats = len({c for c, _ in scen})
+        label = d.category.label.lower()
+        plural = label[:-1] + "ies" if label.endswith("y") else label + "s"
+        parts.append(f"{len(scen)} scenarios across {n_cats} {label if n_cats == 1 else plural}")
+        parts.append(f"{len(run.scenarios)} simulations")
+    failed = sum(run.scores.failures.values())
+    unscored = sum(1 for x in run.scenarios or [] if x.unscored)
+    parts.append(f"{failed} failed judge calls, {unscored} simulations without a leakage score"
+                 if failed or unscored else "no failed judge call")
+    return "; ".join(parts) + "."
 
 
 def failure_summary(run: RunData) -> dict[str, Any]:
@@ -109,13 +115,13 @@ def failure_summary(run: RunData) -> dict[str, Any]:
 
 def _figure_entry(f: FigureResult, paths: dict[str, Path], root: Path) -> dict[str, Any]:
     p = paths.get(f.name)
-    return {"name": f.name, "title": f.title, "note": f.note,
+    return {"name": f.name, "title": f.title, "note": f.note, "caption": f.caption, "alt": f.alt or f.title,
             "path": str(p.relative_to(root)) if p else None,
             "b64": base64.b64encode(p.read_bytes()).decode("ascii") if p else None}
 
 
-def _table_entry(t: Table) -> dict[str, Any]:
-    return {"name": t.name, "title": t.title, "html": t.to_html(), "markdown": t.to_markdown(),
+def _table_entry(t: Table, viewer: str | None) -> dict[str, Any]:
+    return {"name": t.name, "title": t.title, "html": t.to_html(viewer), "markdown": Rendered(t.to_markdown()),
             "files": [f"tables/{t.name}.{ext}" for ext in ("md", "tex", "csv")]}
 
 
@@ -126,18 +132,32 @@ def _code_spans(text: str) -> markupsafe.Markup:
                                       for i, p in enumerate(parts))
 
 
+class Rendered(str):
+    """Markdown a table already escaped (report.md prints it as it is)."""
+
+
+def _md_finalize(value: Any) -> Any:
+    """report.md: every value is untrusted text (model names, scenario ids, notes), so markup in it
+    is escaped, as report.html's autoescape does; tables rendered by Table.to_markdown pass."""
+    return value if isinstance(value, Rendered) or not isinstance(value, str) else md_text(value)
+
+
 def _env(autoescape: bool) -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=autoescape,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                             keep_trailing_newline=True)
+                             keep_trailing_newline=True, finalize=None if autoescape else _md_finalize)
     env.filters["code_spans"] = _code_spans
     return env
 
 
 def build_context(run: RunData, tables: list[Table], figures: list[FigureResult], fig_paths: dict[str, Path],
-                  glossary_note: str = "") -> dict[str, Any]:
+                  plan: ReportPlan | None = None, lead: Table | None = None) -> dict[str, Any]:
+    plan = plan or ReportPlan()
     comps = next((t for t in tables if t.name == "comparisons"), None)
     notes = list(run.scores.notes) + list(run.notes) + [f"{f.title}: {f.note}" for f in figures if f.note]
+    # the report and run commands write the viewer beside the report of any run with transcripts
+    viewer = VIEWER if (run.path / VIEWER).exists() or (run.path / "transcripts.jsonl").exists() else None
+    first = next((f for f in figures if f.name == plan.lead_figure and f.ok), None)
     return {
         "title": run.design.title,
         "run_id": run.run_id,
@@ -145,24 +165,40 @@ def build_context(run: RunData, tables: list[Table], figures: list[FigureResult]
         "generated": _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
         "localbench_version": __version__,
         "scores_version": run.scores.version,
+        "what_ran": what_ran(run),
+        "judge_warnings": [w.message for w in run.scores.judge_warnings],
+        "missing": missing_line(run),
+        "viewer": viewer,
+        "lead": _table_entry(lead, viewer) if lead is not None else None,
+        "lead_figure": _figure_entry(first, fig_paths, run.path) if first else None,
         "summary": spec_summary(run),
-        "provenance": provenance(run),
-        "tables": [_table_entry(t) for t in tables if t is not comps],
-        "comparisons": _table_entry(comps) if comps else None,
-        "figures": [_figure_entry(f, fig_paths, run.path) for f in figures],
+        "key_facts": key_facts(run),
+        "provenance": sections(run),
+        "tables": [_table_entry(t, viewer) for t in tables if t is not comps],
+        "comparisons": _table_entry(comps, viewer) if comps else None,
+        "figures": [_figure_entry(f, fig_paths, run.path) for f in figures if f is not first],
         "n_comparisons": len(run.scores.comparisons),
         "n_significant": len(comps.bold_rows) if comps else 0,
         "failures": failure_summary(run),
         "notes": notes,
         "glossary": [(m.name, m.description) for m in run.design.metrics if m.glossary and m.description],
-        "glossary_note": glossary_note,
+        "glossary_note": plan.glossary_note,
     }
 
 
+def flagged_metrics(run: RunData) -> dict[str, str]:
+    """Metric -> the judge (and model) whose degenerate answers it was computed from."""
+    return {m: f"{w.judge} judge ({w.judge_model})" for w in run.scores.judge_warnings for m in w.metrics}
+
+
 def build_tables(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
-    """Every table of the report in order: the benchmark's own, then the paired comparisons."""
+    """Every table of the report in order: the benchmark's own, then the paired comparisons. Cells
+    computed from a judge the score stage warned about are marked."""
     tables = [t for build in run.design.report_plan().tables for t in build(run, fmt)]
     comps = comparisons_table(run)
+    flagged = flagged_metrics(run)
+    for t in tables:
+        t.flagged = flagged
     return tables + ([comps] if comps is not None else [])
 
 
@@ -174,11 +210,15 @@ def build_figures(run: RunData) -> list[FigureResult]:
 def build_report(run_dir: str | Path, fmt: CellFormat = "pm", design: Design | None = None) -> Report:
     """Write every table, figure and both reports into the run directory; say what was written."""
     run = load_run(run_dir, design)
+    plan = run.design.report_plan()
     tables = build_tables(run, fmt)
-    table_paths = write_tables(tables, run.path / "tables")
+    lead = plan.lead(run, fmt) if plan.lead is not None else None
+    if lead is not None:
+        lead.flagged = flagged_metrics(run)
+    table_paths = write_tables(tables + ([lead] if lead is not None else []), run.path / "tables")
     figures = build_figures(run)
     fig_paths = write_figures(figures, run.path / "figures")
-    ctx = build_context(run, tables, figures, fig_paths, run.design.report_plan().glossary_note)
+    ctx = build_context(run, tables, figures, fig_paths, plan, lead)
     html_path, md_path = run.path / "report.html", run.path / "report.md"
     write_atomic(html_path, _env(True).get_template("report.html.j2").render(**ctx))
     write_atomic(md_path, _env(False).get_template("report.md.j2").render(**ctx))

@@ -14,6 +14,7 @@ import html
 import io
 import math
 import re
+from urllib.parse import quote
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Union
@@ -21,8 +22,11 @@ from typing import Literal, Union
 from localbench.design import ALL
 from localbench.report.aggregate import Estimate, bootstrap_settings
 from localbench.report.data import RunData
+from localbench.stats import can_reach_significance, min_pairs_for_significance
 
 CellFormat = Literal["pm", "ci"]
+SINGLE = "(n = 1)"
+FLAG = "‡"
 Cell = Union[Estimate, str, None]
 MISSING = "—"
 DAGGER = "†"
@@ -61,6 +65,7 @@ class Table:
     fmt: CellFormat = "pm"
     bold_best: bool = False
     bold_rows: set[int] = field(default_factory=set)  # rows whose numbers are bold (significant tests)
+    flagged: dict[str, str] = field(default_factory=dict)  # metric -> judge whose answers looked degenerate
 
     # ---- logic shared by every format ----
 
@@ -91,15 +96,31 @@ class Table:
         text = f"{cell.mean:{sign}.{d}f}"
         if delta or not cell.has_ci:
             return text
-        if self.fmt == "ci":
-            return f"{text} [{cell.low:.{d}f}, {cell.high:.{d}f}]"
+        if cell.n == 1:
+            return f"{text} {SINGLE}"  # one scenario: its "interval" has no width and no meaning
+        bounds = f"{text} [{cell.low:.{d}f}, {cell.high:.{d}f}]"
+        if self.fmt == "ci" or not symmetric(cell, d):
+            return bounds
         return f"{text} ± {(cell.high - cell.low) / 2:.{d}f}"
 
+    def interval_notes(self) -> list[str]:
+        """What the cell shapes mean, for the shapes this table uses."""
+        texts = [self.cell_parts(i, j)[0] for i in range(len(self.rows)) for j in range(len(self.columns))]
+        out = []
+        if self.fmt == "pm" and any("[" in t for t in texts):
+            out.append("Where the interval is not symmetric about the mean (near 0 or 1, say), a cell shows "
+                       "mean [low, high] instead of mean ± half-width.")
+        if any(t.endswith(SINGLE) for t in texts):
+            out.append(f"{SINGLE}: one scenario, so no interval.")
+        return out
+
     def cell_parts(self, i: int, j: int) -> tuple[str, bool, bool]:
-        """(text, bold, dagger) of one cell."""
+        """(text, bold, dagger) of one cell; a value from a flagged judge carries FLAG."""
         r, col = self.rows[i], self.columns[j]
         cell = r.cells[j]
         text = self._value_text(cell, col, r.kind == "delta")
+        if col.metric in self.flagged and isinstance(cell, Estimate) and text != MISSING:
+            text += FLAG
         bold = text != MISSING and (i in self.best_rows(j) or (i in self.bold_rows and isinstance(cell, Estimate)))
         dagger = isinstance(cell, Estimate) and cell.any_failed
         return text, bold, dagger
@@ -119,9 +140,17 @@ class Table:
                 f"was not judged, or sent no agent message) are left out of the mean, never counted as no "
                 f"leak: " + "; ".join(items) + ".")
 
+    def flag_note(self) -> str | None:
+        shown = {m: j for m, j in self.flagged.items() if any(c.metric == m for c in self.columns)}
+        if not shown:
+            return None
+        judges = sorted(set(shown.values()))
+        return (f"{FLAG} computed from the labels of a judge whose answers looked degenerate ({', '.join(judges)}; "
+                "see Judge warnings): read as the judge's output, not as a finding.")
+
     def all_notes(self) -> list[str]:
-        f = self.failure_note()
-        return self.notes + ([f] if f else [])
+        f, g = self.failure_note(), self.flag_note()
+        return self.notes + self.interval_notes() + ([g] if g else []) + ([f] if f else [])
 
     def headers(self) -> list[str]:
         return self.label_headers + [f"{c.header} {c.arrow}".strip() for c in self.columns]
@@ -130,7 +159,7 @@ class Table:
 
     def to_markdown(self) -> str:
         def md(s: str) -> str:
-            return s.replace("|", "\\|").replace("*", "\\*")
+            return md_text(s).replace("|", "\\|").replace("*", "\\*")
 
         lines = [f"**{md(self.title)}**", "", "| " + " | ".join(md(h) for h in self.headers()) + " |",
                  "|" + "|".join([":--"] * len(self.label_headers) + ["--:"] * len(self.columns)) + "|"]
@@ -190,7 +219,9 @@ class Table:
             w.writerow(line)
         return buf.getvalue()
 
-    def to_html(self) -> str:
+    def to_html(self, viewer: str | None = None) -> str:
+        """An HTML table; with ``viewer`` (the viewer page's URL), each number links to the
+        simulations it was computed from."""
         e = html.escape
         out = [f'<table class="results" id="tab-{e(self.name)}">', f"<caption>{e(self.title)}</caption>", "<thead><tr>"]
         out += [f"<th>{e(h)}</th>" for h in self.headers()]
@@ -201,6 +232,10 @@ class Table:
             for j in range(len(self.columns)):
                 text, bold, dagger = self.cell_parts(i, j)
                 t = f"<strong>{e(text)}</strong>" if bold else e(text)
+                cell = r.cells[j]
+                if viewer and isinstance(cell, Estimate) and cell.where and text != MISSING:
+                    query = "&".join(f"{k}={quote(v, safe=',')}" for k, v in cell.where)
+                    t = f'<a class="cell" href="{e(viewer)}#list?{e(query)}" title="open these simulations">{t}</a>'
                 out.append(f"<td>{t}{'<sup>' + DAGGER + '</sup>' if dagger else ''}</td>")
             out.append("</tr>")
         out.append("</tbody></table>")
@@ -218,6 +253,17 @@ class Table:
         return paths
 
 
+def md_text(s: str) -> str:
+    """Text safe in Markdown that is later rendered to HTML: markup characters as entities."""
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def symmetric(cell: Estimate, digits: int) -> bool:
+    """Whether mean ± half-width says the same as [low, high] at the digits shown."""
+    assert cell.mean is not None and cell.low is not None and cell.high is not None
+    return abs((cell.high - cell.mean) - (cell.mean - cell.low)) < 10 ** -digits
+
+
 def _num(x: float | None) -> str:
     return "" if x is None or not math.isfinite(x) else repr(float(x))
 
@@ -231,7 +277,7 @@ _LATEX = {
     "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
     "<": r"\textless{}", ">": r"\textgreater{}",
     "±": r"$\pm$", "—": "---", "–": "--", "→": r"$\rightarrow$", "Δ": r"$\Delta$", "↑": r"$\uparrow$",
-    "↓": r"$\downarrow$", DAGGER: r"$^\dagger$", "−": "-", "≥": r"$\geq$", "≤": r"$\leq$",
+    "↓": r"$\downarrow$", DAGGER: r"$^\dagger$", FLAG: r"$^\ddagger$", "−": "-", "≥": r"$\geq$", "≤": r"$\leq$",
 }
 _LATEX_RE = re.compile("|".join(re.escape(k) for k in _LATEX))
 
@@ -268,11 +314,20 @@ def labels(model: str, judge: str | None) -> list[str]:
     return [model] + ([judge] if judge is not None else [])
 
 
-def ci_note(run: RunData, fmt: CellFormat) -> str:
+def ci_note(run: RunData, fmt: CellFormat, metrics: list[str] | None = None) -> str:
+    """What a table's intervals are: each metric's own (``Metric.interval``), bootstrap when unsaid."""
     b = bootstrap_settings(run)
     shape = "mean ± half-width" if fmt == "pm" else "mean [low, high]"
-    return (f"Cells: {shape} of the {b['confidence']:.0%} percentile bootstrap CI over scenarios "
-            f"({b['n_resamples']} resamples); {MISSING} = no data.")
+    boot = f"percentile bootstrap CI over scenarios ({b['n_resamples']} resamples)"
+    wilson = "Wilson score interval over simulations"
+    kinds = {m: run.design.metric(m).interval for m in dict.fromkeys(metrics or [])}
+    if "wilson" not in kinds.values():
+        return f"Cells: {shape} of the {b['confidence']:.0%} {boot}; {MISSING} = no data."
+    if "bootstrap" not in kinds.values():
+        return f"Cells: {shape} of the {b['confidence']:.0%} {wilson}; {MISSING} = no data."
+    names = {k: _words([m for m, v in kinds.items() if v == k]) for k in ("wilson", "bootstrap")}
+    return (f"Cells: {shape} of the {b['confidence']:.0%} interval: the {wilson} for {names['wilson']}, the {boot} "
+            f"for {names['bootstrap']}; {MISSING} = no data.")
 
 
 def has_row(run: RunData, metric: str, category: str) -> bool:
@@ -289,32 +344,65 @@ def _words(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
+def _headline_columns(run: RunData, pooled: tuple[str, ...]) -> list[tuple[Column, str]]:
+    """(column, category) for each category's headline metric in this run, then the pooled metrics."""
+    d = run.design
+    cols: list[tuple[Column, str]] = []
+    shown = [c for c in d.categories if d.headline.get(c) and has_row(run, d.headline[c], c)]
+    for c in shown:
+        m = d.headline[c]
+        shared = sum(d.headline[o] == m for o in shown) > 1  # one metric heads several categories: name them
+        cols.append((metric_column(run, m, f"{m} {c}" if shared else None), c))
+    return cols + [(metric_column(run, m), ALL) for m in pooled if has_row(run, m, ALL)]
+
+
+def _headline_notes(run: RunData, cols: list[tuple[Column, str]], pooled: tuple[str, ...], fmt: CellFormat,
+                    bold: bool = True) -> list[str]:
+    d = run.design
+    keys = ", ".join(f"{d.headline[c]} = {c}" for c in d.categories
+                     if any(col.metric == d.headline.get(c) and col.header == d.headline[c] for col, _ in cols))
+    said = [keys] if keys else []
+    if pooled:
+        said.append(f"{_words(list(pooled))} {'is' if len(pooled) == 1 else 'are'} pooled over all categories")
+    best = "; the best value of each column is in bold" if bold else ""
+    notes = [ci_note(run, fmt, [col.metric for col, _ in cols]),
+             f"↓ lower is better, ↑ higher is better{best}." + (f" {'; '.join(said)}." if said else "")]
+    absent = [d.headline[c] for c in d.categories if c in d.headline and not has_row(run, d.headline[c], c)]
+    if absent:
+        notes.append(f"Not in this run: {', '.join(absent)}.")
+    return notes
+
+
 def headline_table(run: RunData, level: str, fmt: CellFormat = "pm", pooled: tuple[str, ...] = (),
                    name: str | None = None) -> Table:
     """One row per model: each category's headline metric (the design's), then the ``pooled``
     metrics over every category, at one level."""
-    d = run.design
-    cols: list[tuple[Column, str]] = []
-    for c in d.categories:
-        m = d.headline.get(c)
-        if m and has_row(run, m, c):
-            cols.append((metric_column(run, m), c))
-    shown = [m for m in pooled if has_row(run, m, ALL)]
-    cols += [(metric_column(run, m), ALL) for m in shown]
+    cols = _headline_columns(run, pooled)
     t = Table(name=name or f"headline_{safe_name(level)}", title=f"Headline metrics by model at level {level}",
               label_headers=label_headers(run), columns=[c for c, _ in cols], fmt=fmt, bold_best=True)
     for model, judge in agents(run):
         cells: list[Cell] = [Estimate.from_row(run.row(col.metric, model, level, cat, judge), bool(col.higher_is_better))
                              for col, cat in cols]
         t.rows.append(Row(labels(model, judge), cells))
-    t.notes.append(ci_note(run, fmt))
-    keys = ", ".join(f"{d.headline[c]} = {c}" for c in d.categories
-                     if any(col.metric == d.headline.get(c) for col, _ in cols))
-    tail = f"; {_words(list(pooled))} are pooled over all categories." if pooled else "."
-    t.notes.append("↓ lower is better, ↑ higher is better; the best value of each column is in bold. " + keys + tail)
-    absent = [d.headline[c] for c in d.categories if c in d.headline and not has_row(run, d.headline[c], c)]
-    if absent:
-        t.notes.append(f"Not in this run: {', '.join(absent)}.")
+    t.notes += _headline_notes(run, cols, pooled, fmt)
+    return t
+
+
+def headline_by_level_table(run: RunData, fmt: CellFormat = "pm", pooled: tuple[str, ...] = (),
+                            name: str = "headline") -> Table:
+    """The run's results on one screen: a row per model and level, each category's headline metric
+    and the ``pooled`` metrics (the report opens with it)."""
+    cols = _headline_columns(run, pooled)
+    t = Table(name=name, title=f"Headline metrics by model and {run.design.condition.label.lower()}",
+              label_headers=label_headers(run, run.design.condition.label), columns=[c for c, _ in cols], fmt=fmt)
+    for model, judge in agents(run):
+        if t.rows:
+            t.breaks.add(len(t.rows))
+        for level in run.levels():
+            cells: list[Cell] = [Estimate.from_row(run.row(col.metric, model, level, cat, judge),
+                                                   bool(col.higher_is_better)) for col, cat in cols]
+            t.rows.append(Row(labels(model, judge) + [level], cells))
+    t.notes += _headline_notes(run, cols, pooled, fmt, bold=False)
     return t
 
 
@@ -331,38 +419,47 @@ def comparisons_table(run: RunData, significant_only: bool = False) -> Table | N
     """Paired comparisons (sign-flip permutation p-value, bootstrap CI of Δ); '*' marks p < 0.05,
     '**' also after Holm correction.
 
-    Holm's correction always runs over every test in scores.json, also when only the
-    significant rows are kept.
+    Holm's family is every test in scores.json that could reach p < 0.05 (enough pairs), also when
+    only the significant rows are kept; a test with too few pairs is shown, outside the family.
     """
     comps = run.scores.comparisons
     if not comps:
         return None
-    valid = [i for i, c in enumerate(comps) if c.p_value is not None and math.isfinite(c.p_value)]
-    adj = dict(zip(valid, holm([comps[i].p_value for i in valid])))  # type: ignore[misc]
+    testable = [i for i, c in enumerate(comps)
+                if c.p_value is not None and math.isfinite(c.p_value) and can_reach_significance(c.n_pairs, ALPHA)]
+    adj = dict(zip(testable, holm([comps[i].p_value for i in testable])))  # type: ignore[misc]
     cols = [Column("Δ (b − a)", "diff", None, signed=True), Column("p", "", None), Column("p (Holm)", "", None),
             Column("n pairs", "", None), Column("sig.", "", None)]
     t = Table(name="comparisons", title="Paired comparisons (paired by scenario)",
               label_headers=["Metric", "Category", "Fixed", "a → b"], columns=cols, fmt="ci")
     for i, c in enumerate(comps):
-        p, ph = (c.p_value if i in adj else None), adj.get(i)
+        p = c.p_value if c.p_value is not None and math.isfinite(c.p_value) else None
+        ph = adj.get(i)
         sig = "**" if ph is not None and ph < ALPHA else ("*" if p is not None and p < ALPHA else "")
         if significant_only and not sig:
             continue
         diff = Estimate(c.diff, c.ci_low, c.ci_high, c.n_pairs) if c.diff is not None and math.isfinite(c.diff) else None
         if sig:
             t.bold_rows.add(len(t.rows))
+        holm_cell: Cell = _p(ph) if ph is not None else ("too few pairs" if p is not None else None)
         t.rows.append(Row([c.metric, c.category, c.fixed, f"{c.a} → {c.b}"],
-                          [diff, _p(p), _p(ph), str(c.n_pairs), sig]))
+                          [diff, _p(p), holm_cell, str(c.n_pairs), sig]))
+    tests = {c.test for c in comps}
+    if "mcnemar" in tests:
+        t.notes.append("p: McNemar's test on the discordant pairs (0/1 outcomes paired by simulation)"
+                       + ("; sign-flip permutation test elsewhere." if "sign-flip" in tests else "."))
     t.notes.append(f"Δ = mean(b − a) over paired scenarios with its CI; * p < {ALPHA} (uncorrected), "
-                   f"** still significant after Holm correction over all {len(valid)} tests in scores.json.")
-    few = min((c.n_pairs for c in comps if c.n_pairs), default=0)
-    if 0 < few < MIN_PAIRS_FOR_ALPHA:
-        t.notes.append(f"With n pairs, the smallest p a sign-flip test can give is 2 / 2^n (0.5 at n = 2); "
-                       f"comparisons with fewer than {MIN_PAIRS_FOR_ALPHA} pairs can never reach p < {ALPHA}.")
+                   f"** still significant after Holm correction over the {len(testable)} tests with at least "
+                   f"{MIN_PAIRS_FOR_ALPHA} pairs.")
+    few = sum(1 for c in comps if c.n_pairs and not can_reach_significance(c.n_pairs, ALPHA))
+    if few:
+        t.notes.append(f"With n pairs, the smallest p a sign-flip test can give is 2 / 2^n (0.5 at n = 2): the {few} "
+                       f"comparisons with fewer than {MIN_PAIRS_FOR_ALPHA} pairs can never reach p < {ALPHA}, so they "
+                       "are shown but left out of the Holm family (\"too few pairs\").")
     return t
 
 
-MIN_PAIRS_FOR_ALPHA = 6  # 2 / 2**6 = 0.031 < 0.05, while 2 / 2**5 = 0.0625 is not
+MIN_PAIRS_FOR_ALPHA = min_pairs_for_significance(ALPHA)  # 6: 2 / 2**6 = 0.031 < 0.05, while 2 / 2**5 = 0.0625 is not
 
 
 class Shown(str):

@@ -17,10 +17,16 @@ from localbench.design import ALL, ReportPlan
 from localbench.report.aggregate import Estimate, pooled_leak, pooled_metric
 from localbench.report.data import RunData
 from localbench.report.figures import FigureResult, group_heatmap, join_notes, metric_by_level, split_bars, tradeoff
-from localbench.report.tables import (Cell, CellFormat, Column, Row, Table, agents, ci_note, has_row, headline_table,
-                                      label_headers, labels, metric_column, safe_name)
+from localbench.report.tables import (Cell, CellFormat, Column, Row, Table, agents, ci_note, has_row,
+                                      headline_by_level_table, headline_table, label_headers, labels, metric_column,
+                                      safe_name)
 
 UTILITY = ("IAS", "TCQ", "Task%")  # pooled over every category in the headline and ladder tables
+
+
+def lead_table(run: RunData, fmt: CellFormat = "pm") -> Table:
+    """What the report opens with: every headline metric of every model at every level."""
+    return headline_by_level_table(run, fmt, pooled=UTILITY)
 
 
 def main_tables(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
@@ -159,14 +165,22 @@ def _one(build):
 
 def level_effect(run: RunData) -> FigureResult:
     """Headline leakage metric of each category against the privacy level, one line per model."""
-    return metric_by_level(run, "level_effect", "Headline metric by privacy level",
-                           [(c, HEADLINE[c]) for c in CATEGORIES])
+    fig = metric_by_level(run, "level_effect", "Headline metric by privacy level", [(c, HEADLINE[c]) for c in CATEGORIES])
+    fig.caption = ("Each panel is one category's headline metric at each privacy level, one line per model: "
+                   "a leakage rate that falls from L0 to L2 means the privacy instructions work (ACS should rise).")
+    fig.alt = ("Line charts, one per category, of the headline leakage metric with 95% confidence intervals "
+               "against the privacy level, one line per agent model.")
+    return fig
 
 
 def domain_heatmap(run: RunData) -> FigureResult:
     """CDLR by source × target domain (CD scenarios), one panel per model and level."""
-    return group_heatmap(run, "cd_domain_heatmap", "CD leakage by source → target domain", "CDLR", "CD",
-                         ("source domain", "target domain"))
+    fig = group_heatmap(run, "cd_domain_heatmap", "CD leakage by source → target domain", "CDLR", "CD",
+                        ("source domain", "target domain"))
+    fig.caption = ("Each cell is the cross-domain leakage rate from one domain's agent to another's: darker red is "
+                   "more leakage; grey means no scenario crossed those domains.")
+    fig.alt = "Heatmaps of CDLR by source domain (rows) and target domain (columns), one per model and privacy level."
+    return fig
 
 
 def leak_vs_tcq(run: RunData) -> FigureResult:
@@ -177,6 +191,9 @@ def leak_vs_tcq(run: RunData) -> FigureResult:
                    "leak rate, all categories pooled (lower is better)")
     if fig.ok and run.scenarios is None:
         fig.note = join_notes("pooled leak has no CI: scenario_scores.jsonl is absent", fig.note)
+    fig.caption = ("Each point is a model at one privacy level: down and to the right is better (less leakage, better "
+                   "task quality); a line joins one model's levels, so its slope is the price of privacy in utility.")
+    fig.alt = "Scatter plot of the pooled leak rate against task completion quality, one trajectory per model."
     return fig
 
 
@@ -186,6 +203,9 @@ def full_partial_split(run: RunData) -> FigureResult:
                      [(c, HEADLINE[c]) for c in CATEGORIES])
     if fig.ok and "AM" in run.categories():
         fig.note = join_notes("AM has no full/partial split (ACS is a compliance score)", fig.note)
+    fig.caption = ("Solid bars are full leaks (the item itself), hatched bars partial ones (a hint): a defense that only "
+                   "turns full leaks into partial ones has not removed them.")
+    fig.alt = "Stacked bar charts of full and partial leak rates per privacy level, one panel per category."
     return fig
 
 
@@ -193,6 +213,8 @@ def report_plan() -> ReportPlan:
     return ReportPlan(
         tables=(main_tables, _one(ladder_table), _one(secondary_table), _one(behaviour_table), _one(split_table)),
         figures=(level_effect, domain_heatmap, leak_vs_tcq, full_partial_split),
+        lead=lead_table,
+        lead_figure="level_effect",
         glossary_note="Leakage metrics also come split into `_full` (the item itself) and `_partial` (an "
                       "identifying hint or abstraction); full + partial = the total.",
     )
