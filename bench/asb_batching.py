@@ -1,147 +1,17 @@
-"""How much does running simulations concurrently buy? (a benchmark, not a test)
+"""AgentSocialBench: N simulations sequential vs concurrent vs the raw engine (a benchmark, not a test).
 
-One run on this machine with a real model on one engine (hf by default), no response cache:
-  (a) sequential — the same N simulations one after another (concurrency 1);
-  (b) concurrent — all N at once over one engine (concurrency N);
-  (c) raw engine — every request (b) made, replayed straight to the engine all at once, with no
-      simulation logic and no turn dependencies: the throughput ceiling for that request mix.
-It prints generated tokens/s for each, speedup = (b)/(a) and efficiency = (b)/(c), and, for
-the hf engine, where the time went (prompt vs decode, prompt tokens reused from the prefix
-cache, rows per decode step). Each arm starts with an empty prefix cache.
-Targets (issue #3): speedup >= 4x at 16 concurrent simulations, efficiency >= 0.8.
+The arms and what they print are in bench/batching.py. Targets (issue #3): speedup >= 4x at 16
+concurrent simulations, efficiency >= 0.8.
 
     .venv/bin/python bench/asb_batching.py --model smollm2-135m --n 16 --max-rounds 4
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import os
-import tempfile
-import time
-from dataclasses import replace
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-
-def _spec(args, concurrency: int, out: str):
-    from localbench.spec import load_spec
-
-    return load_spec(None, scenarios="builtin", levels=args.levels.split(","), limit=args.limit, out=out,
-                     run_id=f"c{concurrency}", no_cache=True, max_tokens=args.max_tokens,
-                     max_rounds=_round_limits(args.max_rounds),
-                     **{"models.agent": args.model, "serving.engine": args.engine, "serving.max_concurrency": concurrency})
-
-
-def _round_limits(value: str) -> dict[str, int]:
-    """``--max-rounds``: one limit for every category, or "default" for each category's own."""
-    from localbench.benchmarks.asb.engine import DEFAULT_MAX_ROUNDS
-
-    if value == "default":
-        return {}
-    return {c: int(value) for c in DEFAULT_MAX_ROUNDS}
-
-
-def _engine_stats(backend) -> dict:
-    """The hf engine's own counters (prompt vs decode time, reused prompt tokens); {} elsewhere."""
-    stats = getattr(backend, "stats", None)
-    return stats.as_dict() if hasattr(stats, "as_dict") else {}
-
-
-def _delta(after: dict, before: dict) -> dict:
-    return {k: after[k] - before.get(k, 0) for k in after}
-
-
-async def _simulate(spec, scenarios, clients):
-    from localbench.benchmarks.asb.simulate import simulate_scenarios
-
-    stats = clients.for_role("agent").stats
-    backend = clients.for_role("agent").backend
-    tok0, t0, e0 = stats.tokens_out, time.monotonic(), _engine_stats(backend)
-    summary = await simulate_scenarios(spec, scenarios, clients, progress=False)
-    return stats.tokens_out - tok0, time.monotonic() - t0, summary, _delta(_engine_stats(backend), e0)
-
-
-async def main(args) -> None:
-    from localbench.benchmarks.asb.loaders import load_scenarios
-    from localbench.benchmarks.asb.simulate import open_clients, plan
-
-    out = tempfile.mkdtemp(prefix="asb-bench-")
-    spec_b = _spec(args, args.n, out)
-    scenarios = load_scenarios("builtin", limit=args.limit).scenarios
-    keys = [t.key for t in plan(spec_b, scenarios)][: args.n]
-    chosen = sorted({k.split("|")[0] for k in keys})
-    scenarios = [s for s in scenarios if s.id in chosen]
-    clients = open_clients(spec_b, out)
-    backend = clients.for_role("agent").backend
-    recorded = []
-    real = backend.complete
-
-    async def recording(req):
-        recorded.append(req)
-        return await real(req)
-
-    n_sims = len(plan(spec_b, scenarios))
-    print(f"{n_sims} simulations ({len(scenarios)} scenarios × levels {args.levels}), model {args.model}, "
-          f"max_rounds {args.max_rounds}, max_tokens {args.max_tokens}")
-    # warm-up: load kernels and grammars once so neither arm pays for it
-    await _simulate(_spec(args, n_sims, out + "/warm"), scenarios[:1], clients)
-
-    async def clear() -> None:  # each arm starts with an empty prefix cache (hf and vllm)
-        reset = getattr(backend, "reset_prefix_cache", None)
-        if reset is not None:
-            await reset()
-
-    await clear()
-    backend.complete = recording
-    tok_b, dt_b, sb, eb = await _simulate(spec_b, scenarios, clients)
-    backend.complete = real
-    await clear()
-    tok_a, dt_a, sa, ea = await _simulate(_spec(args, 1, out), scenarios, clients)
-
-    # (c) the same requests, straight to the engine, all at once
-    await clear()
-    e0, t0 = _engine_stats(backend), time.monotonic()
-    raws = await asyncio.gather(*(real(replace(r)) for r in recorded))
-    dt_c, ec = time.monotonic() - t0, _delta(_engine_stats(backend), e0)
-    tok_c = sum(r.tokens_out for r in raws)
-    await clients.aclose()
-
-    rows = [("(a) sequential", tok_a, dt_a, ea), ("(b) concurrent", tok_b, dt_b, eb), ("(c) raw engine", tok_c, dt_c, ec)]
-    print("\n| arm | generated tokens | wall s | tokens/s | prompt tokens | of which reused | prompt s | decode s "
-          "| mean decode batch |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for name, tok, dt, e in rows:
-        extra = (f"{e['prefill_tokens']} | {e['prefix_reused']} | {e['prefill_s']:.1f} | {e['decode_s']:.1f} | "
-                 f"{e['generated'] / max(1, e['decode_steps']):.1f}" if e else "– | – | – | – | –")
-        print(f"| {name} | {tok} | {dt:.1f} | {tok / dt:.1f} | {extra} |")
-    speedup = (tok_b / dt_b) / (tok_a / dt_a)
-    eff = (tok_b / dt_b) / (tok_c / dt_c)
-    print(f"\nspeedup (b)/(a) = {speedup:.2f}x (target >= 4x); efficiency (b)/(c) = {eff:.2f} (target >= 0.8)")
-    print(f"requests replayed in (c): {len(recorded)}; sequential run: {sa.line()}")
-    if ea and eb:
-        _print_limits(tok_a / dt_a, tok_b, ea, eb)
-
-
-def _print_limits(rate_a: float, tok_b: int, ea: dict, eb: dict) -> None:
-    """What bounds the speedup, from the engine's own timers: decode steps compared alone, and the
-    speedup (b) would reach if its decoding took no time at all (its prompts are timed as they ran)."""
-    decode_a = ea["generated"] / max(ea["decode_s"], 1e-9)
-    decode_b = eb["generated"] / max(eb["decode_s"], 1e-9)
-    print(f"decode steps alone: (b)/(a) = {decode_b / decode_a:.2f}x; "
-          f"with (b)'s decoding free, its prompts alone ({eb['prefill_s']:.1f} s) would cap the speedup "
-          f"at {tok_b / max(eb['prefill_s'], 1e-9) / rate_a:.2f}x")
-
+from batching import make_spec, parser, run
 
 if __name__ == "__main__":
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="smollm2-135m")
-    p.add_argument("--n", type=int, default=16, help="simulations (scenario × level)")
-    p.add_argument("--levels", default="L0,L2")
-    p.add_argument("--limit", type=int, default=None, help="scenarios per category")
-    p.add_argument("--max-rounds", default="4",
-                   help="round limit for every category, or 'default' for the categories' own (10-15)")
-    p.add_argument("--max-tokens", type=int, default=120)
-    p.add_argument("--engine", default="hf", help="hf or vllm (in-process; prefix caching on)")
-    asyncio.run(main(p.parse_args()))
+    args = parser(__doc__, levels="L0,L2", max_rounds="4", max_tokens=120).parse_args()
+    asyncio.run(run("asb", args, lambda concurrency, out: make_spec("asb", args, concurrency, out)))

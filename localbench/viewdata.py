@@ -94,6 +94,7 @@ class SimulationView(_Strict):
     labels: list[Label] = Field(default_factory=list)
     panels: list[Panel] = Field(default_factory=list)
     error: str | None = None
+    unlabelled: str = "not judged"  # what an item without a label shows (a benchmark that labels only leaks says so)
 
     # facets of the simulation list, computed from the above
     def leaked(self) -> bool | None:

@@ -52,15 +52,37 @@ def register(app: typer.Typer) -> None:
                 for c in ("field", "count", "example"):
                     w.add_column(c, overflow="fold")  # wrapped, never cut: the file name is at the end
                 for pattern, n, ex in rep.issues_by_field():
-                    w.add_row(pattern, str(n), f"{_within(ex.file, source)}: {ex.message}")
+                    line = getattr(ex, "line", None)  # JSONL sources: one scenario per line
+                    w.add_row(pattern, str(n), f"{_within(ex.file, source)}{f':{line}' if line else ''}: {ex.message}")
                 con.print(w)
         for f in rep.failed:
             con.print(f"[red]error[/]: {f.error}", highlight=False)
         n_files, n_bad = len(rep.files), len(rep.failed)
         status = "[green]ok[/]" if not n_bad else f"[red]{n_bad} failed[/]"
-        con.print(f"{n_files} files: {len(rep.loaded)} loaded, {status}, {len(rep.issues)} warnings")
+        unit = "records" if Path(source).is_file() else "files"  # a JSONL file holds one scenario a line
+        con.print(f"{n_files} {unit}: {len(rep.loaded)} loaded, {status}, {len(rep.issues)} warnings")
         if n_bad:
             raise typer.Exit(1)
+
+    @data_app.command("gen")
+    def gen(
+        benchmark: str = typer.Argument(..., help="the benchmark whose scenarios to generate"),
+        n: int = typer.Option(48, "--n", min=1, help="how many scenarios"),
+        seed: int = typer.Option(0, "--seed", help="generation seed (same seed, same scenarios)"),
+        out: Path = typer.Option(..., "--out", help="directory to write one scenario file each into"),
+        overwrite: bool = typer.Option(False, "--overwrite", help="replace files that differ"),
+    ) -> None:
+        """Generate new scenarios (reproducible for a seed) in the benchmark's own format."""
+        from localbench.benchmarks import get_benchmark
+        from localbench.errors import UserError
+
+        bm = get_benchmark(benchmark)
+        generate = getattr(bm, "generate_scenarios", None)
+        if generate is None:
+            raise UserError(f"benchmark '{benchmark}' has no scenario generator")
+        paths = generate(n, seed, out, overwrite=overwrite)
+        typer.echo(f"{len(paths)} scenarios written to {out} (seed {seed}); check them with "
+                   f"`localbench data check --benchmark {benchmark} {out}`")
 
     @data_app.command("design")
     def design(benchmark: str = typer.Option(DEFAULT_BENCHMARK, "--benchmark", help="the benchmark to describe")) -> None:
@@ -102,7 +124,10 @@ def register(app: typer.Typer) -> None:
 
 
 def _within(file: str, source: str) -> str:
-    """A file's path relative to the checked directory (the part that tells files apart)."""
+    """A file's path relative to the checked directory (the part that tells files apart); a checked
+    file by its name."""
+    if Path(file) == Path(source):
+        return Path(file).name
     try:
         return str(Path(file).relative_to(Path(source)))
     except ValueError:

@@ -235,7 +235,7 @@ function simView(sim, n, compact) {
   const items = el("tbody");
   for (const it of sim.items) {
     const mine = sim.labels.filter((lb) => lb.item === it.id);
-    const levels = mine.length ? mine.map((lb) => el("span", {class: "pair"}, lb.recipient ? name(lb.recipient) + " " : "", badge(lb.level, lb.source))) : [el("span", {class: "muted", text: "not judged"})];
+    const levels = mine.length ? mine.map((lb) => el("span", {class: "pair"}, lb.recipient ? name(lb.recipient) + " " : "", badge(lb.level, lb.source))) : [el("span", {class: "muted", text: sim.unlabelled || "not judged"})];
     items.append(el("tr", {"data-item": it.id}, el("td", {text: it.id}), el("td", {text: name(it.owner)}), el("td", {text: it.text}),
       el("td", {text: it.forbidden.map(name).join(", ") || "—"}), el("td", {}, levels), el("td", {class: "muted", text: it.note})));
   }

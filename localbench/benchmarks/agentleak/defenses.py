@@ -1,0 +1,61 @@
+"""The run condition: ``single`` or ``multi``, and the defenses joined to it with ``+``.
+
+- ``prompt``: data-minimisation rules in every agent's system prompt;
+- ``roles``: role separation: tools return only the fields the task needs (``Sandbox``);
+- ``sanitizer``: the final answer (C1) with identifiers and canary-like tokens redacted;
+- ``interceptor``: the same redaction on inter-agent messages (C2) and memory writes (C5), before
+  they are delivered or stored.
+
+Redaction uses only what a deployed system could know: validated identifier formats and canary
+patterns (``sanitize.redact``), never the vault's ground truth.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from localbench.benchmarks.agentleak.design import DEFENSES, MODES
+
+
+class SettingError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Setting:
+    mode: str  # single | multi
+    defenses: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, level: str) -> "Setting":
+        mode, *defenses = level.split("+")
+        if mode not in MODES:
+            raise SettingError(f"unknown setting '{level}': it starts with {' or '.join(MODES)}")
+        unknown = [d for d in defenses if d not in DEFENSES]
+        if unknown:
+            raise SettingError(f"unknown defense '{unknown[0]}' in '{level}' (defenses: {', '.join(DEFENSES)})")
+        return cls(mode, tuple(dict.fromkeys(defenses)))
+
+    @property
+    def privacy_prompt(self) -> bool:
+        return "prompt" in self.defenses
+
+    @property
+    def role_separation(self) -> bool:
+        return "roles" in self.defenses
+
+    def _redact(self, text: str, on: bool) -> tuple[str, list[str]]:
+        if not on:
+            return text, []
+        from localbench.benchmarks.agentleak.sanitize import redact
+
+        clean, found = redact(text)
+        return clean, [i.kind for i in found]
+
+    def sanitize(self, text: str) -> tuple[str, list[str]]:
+        """The final answer as the user receives it."""
+        return self._redact(text, "sanitizer" in self.defenses)
+
+    def intercept(self, text: str) -> tuple[str, list[str]]:
+        """An inter-agent message or memory write as it is delivered or stored."""
+        return self._redact(text, "interceptor" in self.defenses)

@@ -1,0 +1,86 @@
+"""AgentLeak's judge stage: the tier-3 judge over every channel of every trace.
+
+Tiers 1 and 2 (canaries, validated identifiers, robust value matches: ``detect.py``) need no model
+and run in the score stage; a leak belongs to the lowest tier that finds it. The judge is asked
+what only it can find: the natural-language facts (tier "fact": a diagnosis, a confidential note)
+forbidden on a channel that the rule tiers did not already find there, which a paraphrase or an
+inference can carry. One call per (trace, channel) with content, with one required key per such
+field (so a field cannot be skipped), and at most as many fields as the answer budget
+(``judge_max_tokens``) holds; long content is split further. Failing closed is the runner's: a
+failed call is recorded as a failure, and the score stage treats its channel as unknown.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from localbench.benchmarks.agentleak.detect import detect
+from localbench.benchmarks.agentleak.judges import EVIDENCE_LEN, decode, judge_calls, rule_label
+from localbench.benchmarks.agentleak.scenario import CHANNELS, Scenario, VaultField
+from localbench.judging.calls import fits_in, schema_hash
+from localbench.judging.runner import JUDGE_TEMPERATURE, JudgeTask
+from localbench.records import Judgment, RecordStore, Transcript
+from localbench.serving.client import StructuredClient
+from localbench.serving.output import OutputSpec
+from localbench.serving.seeds import derive_seed
+from localbench.serving.types import GenerationRequest
+from localbench.spec import RunSpec
+
+JUDGE = "leak"
+FIELD_ANSWER_TOKENS = EVIDENCE_LEN // 3 + 30  # one field's verdict: quoted evidence and three enums
+
+
+def judged_fields(s: Scenario, channel: str, events: list[tuple[int, str]]) -> list[VaultField]:
+    """The fields the judge is asked about on a channel: forbidden facts the rule tiers did not find."""
+    found = {d.field for _, text in events for d in detect(text, s, channel)}
+    return [f for f in s.forbidden_on(channel) if f.tier == "fact" and f.id not in found]
+
+
+def chunks(fields: list[VaultField], budget_tokens: int) -> list[list[VaultField]]:
+    n = max(1, (budget_tokens - 20) // FIELD_ANSWER_TOKENS)
+    return [fields[i:i + n] for i in range(0, len(fields), n)]
+
+
+def channel_contents(t: Transcript) -> dict[str, list[tuple[int, str]]]:
+    """Channel -> (event index, content) of every event on it that carried text."""
+    out: dict[str, list[tuple[int, str]]] = {c: [] for c in CHANNELS}
+    for e in t.entries:
+        if e.channel in out and e.content.strip():
+            out[e.channel].append((e.index, e.content))
+    return out
+
+
+def build_tasks(spec: RunSpec, transcripts: list[Transcript], scenarios: dict[str, Scenario],
+                client: StructuredClient, store: RecordStore[Judgment]) -> list[JudgeTask]:
+    fits = fits_in(client, spec.judge_max_tokens)
+    tasks: list[JudgeTask] = []
+    for t in transcripts:
+        s = scenarios.get(t.scenario)
+        if s is None:
+            raise KeyError(f"transcript {t.key}: scenario '{t.scenario}' is not in {spec.scenarios}")
+        if t.error:
+            continue
+        by_channel = channel_contents(t)
+        calls = []
+        for ch in CHANNELS:
+            groups = chunks(judged_fields(s, ch, by_channel[ch]), spec.judge_max_tokens)
+            for k, group in enumerate(groups):
+                target = ch if len(groups) == 1 else f"{ch}.{k}"
+                calls += judge_calls(s, ch, by_channel[ch], fits, fields=group, target=target)
+        planned = {JUDGE: [c.target for c in calls]}
+        for call in calls:
+            key = f"{t.key}|{JUDGE}|{call.target}"
+            meta: dict[str, Any] = {"sim_key": t.key, "scenario": t.scenario, "category": t.category,
+                                    "level": t.level, "seed_index": t.seed_index, "model": t.model, "judge": JUDGE,
+                                    "target": call.target, "rubric": call.rubric, "rubric_hash": call.rubric_hash,
+                                    "schema_hash": schema_hash(call.schema), "n_messages": call.n_messages,
+                                    "truncated": call.truncated, "sim_targets": planned}
+            if call.n_messages == 0:
+                if key not in store:
+                    store.append(Judgment(key=key, **meta, judge_model="rule", label=rule_label(call)))
+                continue
+            req = GenerationRequest(messages=call.messages, output=OutputSpec.from_schema(call.schema, name=JUDGE),
+                                    role="judge", max_tokens=spec.judge_max_tokens, temperature=JUDGE_TEMPERATURE,
+                                    seed=derive_seed(spec.seed, "judge", t.key, call.target), tag=key)
+            tasks.append(JudgeTask(key=key, request=req, decode=lambda parsed, c=call: decode(c, parsed), meta=meta))
+    return tasks

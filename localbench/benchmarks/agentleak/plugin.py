@@ -1,0 +1,98 @@
+"""AgentLeak as a plug-in (``localbench.benchmarks.Benchmark``): thin adapters only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from localbench.benchmarks.agentleak.design import DESIGN
+
+
+class AgentLeak:
+    name = "agentleak"
+    design = DESIGN
+    leakage_judges = ("leak",)
+    planted_judge = "planted (truth)"
+
+    @property
+    def item_judge(self):
+        from localbench.benchmarks.agentleak.judges import VaultItemJudge
+
+        return VaultItemJudge()
+
+    def check_source(self, source: str):
+        from localbench.benchmarks.agentleak.check import check_source
+
+        return check_source(source)
+
+    def load_scenarios(self, source: str, categories: Iterable[str] | str | None = None,
+                       limit: int | None = None) -> dict[str, Any]:
+        from localbench.benchmarks.agentleak.loaders import load_scenarios
+
+        return {s.id: s for s in load_scenarios(source, categories, limit).scenarios}
+
+    def category_of(self, scenario: Any) -> str:
+        return scenario.vertical
+
+    def simulator(self):
+        from localbench.benchmarks.agentleak.simulate import AgentLeakSimulator
+
+        return AgentLeakSimulator()
+
+    def rubric_files(self) -> list[Path]:
+        from localbench.judging.rubrics import judges_dir
+
+        return sorted((judges_dir() / "agentleak").glob("*.j2"))
+
+    def judge_tasks(self, spec, transcripts, scenarios, client, store):
+        from localbench.benchmarks.agentleak.evaluate import build_tasks
+
+        return build_tasks(spec, transcripts, dict(scenarios), client, store)
+
+    def scenario_scores(self, transcripts, judgments, scenarios: Mapping[str, Any], judge: str):
+        from localbench.benchmarks.agentleak.scoring import scenario_scores
+
+        return scenario_scores(transcripts, judgments, dict(scenarios), judge)
+
+    def leak_units(self, scenario, judgments):
+        """The judge's (field, channel) verdicts, or None where a call failed or is missing."""
+        from localbench.benchmarks.agentleak.scoring import judged_channels, leak_units
+
+        _, failed, missing = judged_channels(judgments)
+        if failed or missing:
+            return None
+        return leak_units(judgments)
+
+    def planted_judgments(self, transcripts):
+        return []
+
+    def build_gold(self, scenarios: Iterable[Any], seed: int = 0, methods: list[str] | None = None, variants: int = 1):
+        from localbench.benchmarks.agentleak.judges import build_gold
+
+        return build_gold(list(scenarios), seed=seed, methods=methods, variants=variants)
+
+    def write_planted_run(self, run_dir: Path, source: str, shares: dict[str, float], seed: int = 0) -> Path:
+        from localbench.errors import UserError
+
+        raise UserError("agentleak: planted runs are AgentSocialBench's for now; use `judges eval` on gold items")
+
+    def generate_scenarios(self, n: int, seed: int, out: Path, overwrite: bool = False) -> list[Path]:
+        """`localbench data gen agentleak`: new scenarios with Faker and python-stdnum, one YAML each."""
+        from localbench.benchmarks.agentleak.generate import generate, write_scenarios
+
+        return write_scenarios(generate(n, seed), out, overwrite=overwrite)
+
+    def consequence_notes(self, categories: set[str]) -> list[str]:
+        return []
+
+    def judge_checks(self):
+        from localbench.benchmarks.agentleak.design import CHANNEL_METRICS
+        from localbench.judging.sanity import JudgeChecks
+
+        # "no leak" on every channel of every trace can be a real result (a careful system): not flagged
+        return JudgeChecks(constant_exempt=("leak",), metrics={"leak": ("ELR", "WLS", "H1", "ASR", *CHANNEL_METRICS)})
+
+    def view_simulation(self, transcript, judgments, scenario):
+        from localbench.benchmarks.agentleak.view import view_simulation
+
+        return view_simulation(transcript, judgments, scenario)
