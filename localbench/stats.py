@@ -34,12 +34,12 @@ __all__ = [
     "align_by_key",
     "bootstrap_ci",
     "bootstrap_over_units",
+    "can_reach_significance",
     "kendall_tau",
     "mcnemar_paired",
     "mcnemar_test",
-    "paired_bootstrap_test",
-    "can_reach_significance",
     "min_pairs_for_significance",
+    "paired_bootstrap_test",
     "rogan_gladen",
     "rogan_gladen_ci",
     "rogan_gladen_cluster_ci",
@@ -506,19 +506,26 @@ def rogan_gladen_ci(
     p_d = _draw_rates(rng, k_obs, n_obs, n_resamples, method)
     fpr_d = _draw_rates(rng, fp, n_neg, n_resamples, method)
     fnr_d = _draw_rates(rng, fn, n_pos, n_resamples, method)
+    low, high, n_undef = _corrected_percentiles(p_d, fpr_d, fnr_d, confidence, n_resamples)
+    return PrevalenceCI(
+        estimate, low, high, p_obs, fpr, fnr, n_obs, n_neg, n_pos, confidence, n_resamples,
+        n_undef, seed, f"parametric bootstrap ({method})",
+    )
+
+
+def _corrected_percentiles(p_d: np.ndarray, fpr_d: np.ndarray, fnr_d: np.ndarray, confidence: float,
+                           n_resamples: int) -> tuple[float, float, int]:
+    """The percentile interval of Rogan–Gladen corrected draws, and how many draws were undefined
+    (FPR + FNR ≥ 1). Too many undefined draws, or none defined, give the uninformative [0, 1]."""
     denom = 1.0 - fpr_d - fnr_d
     defined = denom > 0
     n_undef = int((~defined).sum())
     draws = np.clip((p_d[defined] - fpr_d[defined]) / denom[defined], 0.0, 1.0)
     alpha = (1.0 - confidence) / 2
     if n_undef > (1.0 - confidence) * n_resamples or draws.size == 0:
-        low, high = 0.0, 1.0
-    else:
-        low, high = (float(v) for v in np.percentile(draws, [100 * alpha, 100 * (1 - alpha)]))
-    return PrevalenceCI(
-        estimate, low, high, p_obs, fpr, fnr, n_obs, n_neg, n_pos, confidence, n_resamples,
-        n_undef, seed, f"parametric bootstrap ({method})",
-    )
+        return 0.0, 1.0, n_undef
+    low, high = (float(v) for v in np.percentile(draws, [100 * alpha, 100 * (1 - alpha)]))
+    return low, high, n_undef
 
 
 def rogan_gladen_cluster_ci(
@@ -576,15 +583,7 @@ def rogan_gladen_cluster_ci(
         how = "parametric bootstrap (jeffreys): one cluster, its units treated as independent"
     fpr_d = _draw_rates(rng, fp, n_neg, n_resamples, "jeffreys")
     fnr_d = _draw_rates(rng, fn, n_pos, n_resamples, "jeffreys")
-    denom = 1.0 - fpr_d - fnr_d
-    defined = denom > 0
-    n_undef = int((~defined).sum())
-    draws = np.clip((p_d[defined] - fpr_d[defined]) / denom[defined], 0.0, 1.0)
-    alpha = (1.0 - confidence) / 2
-    if n_undef > (1.0 - confidence) * n_resamples or draws.size == 0:
-        low, high = 0.0, 1.0
-    else:
-        low, high = (float(v) for v in np.percentile(draws, [100 * alpha, 100 * (1 - alpha)]))
+    low, high, n_undef = _corrected_percentiles(p_d, fpr_d, fnr_d, confidence, n_resamples)
     return PrevalenceCI(estimate, low, high, p_obs, fpr, fnr, n_obs, n_neg, n_pos, confidence, n_resamples,
                         n_undef, seed, how)
 

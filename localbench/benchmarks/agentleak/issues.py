@@ -8,40 +8,9 @@ absent_subject, mislabelled_field, ...) so that `localbench data check` can coun
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from localbench.scenario_files import LoadIssue, ScenarioError, where
 
-from localbench.errors import UserError
-
-
-def where(file: str, line: int | None, field: str | None) -> str:
-    loc = f"{file}:{line}" if line is not None else str(file)
-    return f"{loc}: field '{field}'" if field else loc
-
-
-class ScenarioError(UserError, ValueError):
-    """A scenario record that cannot be loaded; the message names the file, the line and the field."""
-
-    def __init__(self, file: str, field: str | None, message: str, line: int | None = None):
-        self.file = str(file)
-        self.field = field
-        self.line = line
-        self.detail = message
-        super().__init__(f"{where(self.file, line, field)}: {message}")
-
-
-@dataclass(frozen=True)
-class LoadIssue:
-    """Something in a record that loaded but is wrong in the source, and what was done instead."""
-
-    file: str
-    field: str
-    message: str
-    line: int | None = None
-    code: str = ""  # the kind of issue, for counting (see ISSUE_CODES)
-
-    def __str__(self) -> str:
-        return f"{where(self.file, self.line, self.field)}: {self.message}"
-
+__all__ = ["ISSUE_CODES", "LoadIssue", "ScenarioError", "where"]
 
 ISSUE_CODES: dict[str, str] = {
     "placeholder_request": "the request names a placeholder (Patient X, Customer X, Client X, DISP-000000, "

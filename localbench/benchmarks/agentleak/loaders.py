@@ -10,27 +10,38 @@ and the field.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from localbench.benchmarks.agentleak import suite, upstream
 from localbench.benchmarks.agentleak.issues import LoadIssue, ScenarioError
 from localbench.benchmarks.agentleak.scenario import VERTICALS, Scenario, Vertical
-from localbench.paths import REPO_ROOT
+from localbench.scenario_files import (
+    SCENARIOS_DIR,
+    folder_hint,
+    parse_names,
+    read_structured,
+    resolve_builtin,
+)
 
-__all__ = ["LoadIssue", "LoadResult", "ScenarioError", "Document", "load_scenarios", "load_document", "documents",
-           "parse_verticals", "BUILTIN_DIR", "SCENARIOS_DIR"]
+__all__ = [
+    "BUILTIN_DIR",
+    "SCENARIOS_DIR",
+    "Document",
+    "LoadIssue",
+    "LoadResult",
+    "ScenarioError",
+    "documents",
+    "load_document",
+    "load_scenarios",
+    "parse_verticals",
+]
 
-SCENARIOS_DIR = REPO_ROOT / "scenarios"
 BUILTIN_NAME = "agentleak-mini"
 BUILTIN_DIR = SCENARIOS_DIR / BUILTIN_NAME
 SUFFIXES = (".yaml", ".yml", ".json")
-_YamlLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the same documents, parsed in C where libyaml is
 _ALIASES: dict[str, Vertical] = {v: v for v in VERTICALS} | {v[:3]: v for v in VERTICALS} | {
     "health": "healthcare", "medical": "healthcare", "law": "legal", "hr": "corporate"}
 
@@ -68,42 +79,11 @@ class Document:
 
 def parse_verticals(categories: Iterable[str] | str | None) -> set[Vertical] | None:
     """Verticals by name or prefix (healthcare, fin, ...) as a set; None = all."""
-    if categories is None:
-        return None
-    if isinstance(categories, str):
-        categories = [c for c in categories.split(",") if c.strip()]
-    out: set[Vertical] = set()
-    for c in categories:
-        v = _ALIASES.get(c.strip().lower())
-        if v is None:
-            raise ScenarioError("categories", None, f"unknown vertical '{c}' (expected one of {', '.join(VERTICALS)})")
-        out.add(v)
-    return out
+    return parse_names(categories, _ALIASES, "vertical", ", ".join(VERTICALS))  # type: ignore[return-value]
 
 
 def _hint(path: Path, root: Path) -> Vertical | None:
-    for part in reversed(path.relative_to(root).parts[:-1]):
-        if part.lower() in VERTICALS:
-            return part.lower()  # type: ignore[return-value]
-    return None
-
-
-def _read_structured(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ScenarioError(str(path), None, f"cannot read: {e}") from e
-    if path.suffix == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ScenarioError(str(path), None, f"not valid JSON: {e.msg} (column {e.colno})", e.lineno) from e
-    try:
-        return yaml.load(text, Loader=_YamlLoader)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise ScenarioError(str(path), None, f"not valid YAML: {getattr(e, 'problem', None) or e}",
-                            mark.line + 1 if mark is not None else None) from e
+    return folder_hint(path, root, {v: v for v in VERTICALS})  # type: ignore[return-value]
 
 
 def _jsonl_documents(path: Path, hint: Vertical | None, *, in_directory: bool) -> tuple[list[Document], list[LoadIssue]]:
@@ -136,24 +116,15 @@ def _dir_documents(root: Path) -> tuple[list[Document], list[LoadIssue]]:
             docs += d
             issues += i
         elif p.suffix in SUFFIXES and p.name.lower() not in ("readme.yaml",):
-            docs.append(Document(str(p), None, _hint(p, root), lambda p=p: _read_structured(p)))
+            docs.append(Document(str(p), None, _hint(p, root), lambda p=p: read_structured(p)))
     return docs, issues
-
-
-def _resolve_builtin(source: str) -> Path:
-    name = source.partition(":")[2] or BUILTIN_NAME
-    d = SCENARIOS_DIR / name
-    if not d.is_dir():
-        have = sorted(x.name for x in SCENARIOS_DIR.iterdir() if x.is_dir()) if SCENARIOS_DIR.is_dir() else []
-        raise ScenarioError(source, None, f"no built-in suite '{name}' under {SCENARIOS_DIR} (have: {', '.join(have) or 'none'})")
-    return d
 
 
 def documents(source: str | Path) -> tuple[list[Document], list[LoadIssue]]:
     """The scenario records of a source, unparsed, in path (then line) order, and the files skipped."""
     s = str(source)
     if s == "builtin" or s.startswith("builtin:"):
-        return _dir_documents(_resolve_builtin(s))
+        return _dir_documents(resolve_builtin(s, BUILTIN_NAME))
     p = Path(s).expanduser()
     if p.is_dir():
         docs, issues = _dir_documents(p)
@@ -166,7 +137,7 @@ def documents(source: str | Path) -> tuple[list[Document], list[LoadIssue]]:
             if not docs:
                 raise ScenarioError(s, None, "empty file: no scenario lines")
             return docs, []
-        return [Document(str(p), None, None, lambda: _read_structured(p))], []
+        return [Document(str(p), None, None, lambda: read_structured(p))], []
     raise ScenarioError(s, None, "no such file or directory (a scenario source is 'builtin', a directory, "
                                  "a released .jsonl file or a scenario file)")
 

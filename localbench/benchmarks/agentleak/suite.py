@@ -11,10 +11,10 @@ import re
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
 
-from localbench.benchmarks.agentleak.issues import LoadIssue, ScenarioError
+from localbench.benchmarks.agentleak.issues import LoadIssue
 from localbench.benchmarks.agentleak.scenario import CHANNELS, Scenario
+from localbench.scenario_files import validate_mapping
 
 
 def looks_localbench(data: Any) -> bool:
@@ -23,33 +23,17 @@ def looks_localbench(data: Any) -> bool:
 
 def convert(data: Any, file: str) -> tuple[Scenario, list[LoadIssue]]:
     """A localbench-format mapping as a Scenario, plus warnings; ScenarioError if it does not validate."""
-    if not isinstance(data, dict):
-        raise ScenarioError(file, None, "expected a mapping of scenario fields")
-    try:
-        sc = Scenario.model_validate({**data, "source": data.get("source") or str(file)})
-    except ValidationError as e:
-        raise as_scenario_error(e, file) from e
-    return sc, lint(sc, str(file))
+    return validate_mapping(Scenario, data, file, lint, locate=_locate,
+                            format_doc="scenarios/README.md, AgentLeak,")
 
 
-def as_scenario_error(e: ValidationError, file: str, line: int | None = None) -> ScenarioError:
-    """The first validation error as 'file: field 'vault[3].weight': message'."""
-    err = e.errors()[0]
-    loc = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in err["loc"]).lstrip(".")
-    msg = str(err["msg"]).removeprefix("Value error, ")
-    if not loc:  # the model's own reference checks: the message says which part is wrong
-        m = re.match(r"(allowed\.C\d|vault|agent|attack/success|subject|topology)\b", msg)
-        if m:
-            loc = {"agent": "agents", "attack/success": "attack.target_fields", "topology": "agents"}.get(m.group(1),
-                                                                                                         m.group(1))
-    if err["type"] == "missing":
-        msg = "missing required field"
-    elif err["type"] == "extra_forbidden":
-        msg = "unknown field (see scenarios/README.md, AgentLeak, for the format)"
-    more = len(e.errors()) - 1
-    if more:
-        msg += f" (and {more} more problem{'s' if more > 1 else ''})"
-    return ScenarioError(file, loc or None, msg, line)
+def _locate(msg: str) -> tuple[str, str]:
+    """The model's own reference checks: the message says which part is wrong."""
+    m = re.match(r"(allowed\.C\d|vault|agent|attack/success|subject|topology)\b", msg)
+    if not m:
+        return "", msg
+    fields = {"agent": "agents", "attack/success": "attack.target_fields", "topology": "agents"}
+    return fields.get(m.group(1), m.group(1)), msg
 
 
 def lint(sc: Scenario, file: str) -> list[LoadIssue]:

@@ -9,23 +9,35 @@ raises ScenarioError naming the file and the field.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from localbench.benchmarks.asb import suite, upstream
 from localbench.benchmarks.asb.issues import LoadIssue, ScenarioError
 from localbench.benchmarks.asb.scenario import CATEGORY_NAMES, Category, Scenario
-from localbench.paths import REPO_ROOT
+from localbench.scenario_files import (
+    SCENARIOS_DIR,
+    folder_hint,
+    parse_names,
+    read_structured,
+    resolve_builtin,
+)
 
-__all__ = ["LoadIssue", "LoadResult", "ScenarioError", "Document", "load_scenarios", "load_document",
-           "load_file", "documents", "parse_categories", "BUILTIN_DIR"]
+__all__ = [
+    "BUILTIN_DIR",
+    "Document",
+    "LoadIssue",
+    "LoadResult",
+    "ScenarioError",
+    "documents",
+    "load_document",
+    "load_file",
+    "load_scenarios",
+    "parse_categories",
+]
 
-SCENARIOS_DIR = REPO_ROOT / "scenarios"
 BUILTIN_DIR = SCENARIOS_DIR / "asb-mini"
 CATEGORY_ORDER: tuple[Category, ...] = tuple(CATEGORY_NAMES)  # CD MC CU GC HS CM AM
 SUFFIXES = (".json", ".yaml", ".yml")
@@ -58,45 +70,21 @@ class Document:
     hint: Category | None
     read: Callable[[], Any]
 
+    @property
+    def file(self) -> str:  # what errors name (a file, or a record of the hf dataset)
+        return self.label
+
+    line = None  # one scenario per file
+
 
 def parse_categories(categories: Iterable[str] | str | None) -> set[Category] | None:
     """Category codes (CD, gc…) or upstream names (cross_domain…) as a set of codes; None = all."""
-    if categories is None:
-        return None
-    if isinstance(categories, str):
-        categories = [c for c in categories.split(",") if c.strip()]
-    out: set[Category] = set()
-    for c in categories:
-        code = _ALIASES.get(c.strip().lower())
-        if code is None:
-            raise ScenarioError("categories", None, f"unknown category '{c}' (expected one of "
-                                                    f"{', '.join(CATEGORY_ORDER)} or their long names)")
-        out.add(code)
-    return out
+    return parse_names(categories, _ALIASES, "category",  # type: ignore[return-value]
+                       f"{', '.join(CATEGORY_ORDER)} or their long names")
 
 
 def _category_hint(path: Path, root: Path) -> Category | None:
-    for part in reversed(path.relative_to(root).parts[:-1]):
-        code = _ALIASES.get(part.lower())
-        if code:
-            return code
-    return None
-
-
-def _read_path(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ScenarioError(str(path), None, f"cannot read: {e}") from e
-    if path.suffix == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ScenarioError(str(path), None, f"not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})") from e
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise ScenarioError(str(path), None, f"not valid YAML: {e}") from e
+    return folder_hint(path, root, _ALIASES)  # type: ignore[return-value]
 
 
 def _dir_documents(root: Path) -> list[Document]:
@@ -105,25 +93,15 @@ def _dir_documents(root: Path) -> list[Document]:
         rel = p.relative_to(root).parts
         if p.suffix not in SUFFIXES or not p.is_file() or any(x.startswith((".", "_")) for x in rel):
             continue
-        docs.append(Document(str(p), _category_hint(p, root), lambda p=p: _read_path(p)))
+        docs.append(Document(str(p), _category_hint(p, root), lambda p=p: read_structured(p)))
     return docs
-
-
-def _resolve_builtin(source: str) -> Path:
-    name = source.partition(":")[2] or "asb-mini"
-    d = SCENARIOS_DIR / name
-    if not d.is_dir():
-        have = sorted(x.name for x in SCENARIOS_DIR.iterdir() if x.is_dir()) if SCENARIOS_DIR.is_dir() else []
-        raise ScenarioError(source, None, f"no built-in suite '{name}' under {SCENARIOS_DIR} "
-                                          f"(have: {', '.join(have) or 'none'})")
-    return d
 
 
 def documents(source: str | Path) -> list[Document]:
     """The scenario records of a source, unparsed, in path order."""
     s = str(source)
     if s == "builtin" or s.startswith("builtin:"):
-        return _dir_documents(_resolve_builtin(s))
+        return _dir_documents(resolve_builtin(s, "asb-mini"))
     if s.startswith("hf:"):
         from localbench.benchmarks.asb.hf_dataset import hf_records
 
@@ -139,7 +117,7 @@ def documents(source: str | Path) -> list[Document]:
             raise ScenarioError(s, None, f"no scenario files ({', '.join(SUFFIXES)}) in this directory")
         return docs
     if p.is_file():
-        return [Document(str(p), None, lambda: _read_path(p))]
+        return [Document(str(p), None, lambda: read_structured(p))]
     raise ScenarioError(s, None, "no such file or directory (a scenario source is 'builtin', "
                                  "a directory, a file, or hf:NAME)")
 
@@ -162,7 +140,7 @@ def load_document(doc: Document) -> tuple[Scenario, list[LoadIssue]]:
 
 def load_file(path: str | Path) -> tuple[Scenario, list[LoadIssue]]:
     p = Path(path)
-    return load_document(Document(str(p), None, lambda: _read_path(p)))
+    return load_document(Document(str(p), None, lambda: read_structured(p)))
 
 
 def load_scenarios(source: str | Path = "builtin", categories: Iterable[str] | str | None = None,

@@ -10,10 +10,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import ValidationError
-
-from localbench.benchmarks.asb.issues import LoadIssue, ScenarioError
+from localbench.benchmarks.asb.issues import LoadIssue
 from localbench.benchmarks.asb.scenario import MULTI_PARTY, Scenario
+from localbench.scenario_files import validate_mapping
 
 
 def looks_normalized(data: Any) -> bool:
@@ -22,31 +21,15 @@ def looks_normalized(data: Any) -> bool:
 
 def convert(data: Any, file: str) -> tuple[Scenario, list[LoadIssue]]:
     """A normalized-format mapping as a Scenario, plus warnings; ScenarioError if it does not validate."""
-    if not isinstance(data, dict):
-        raise ScenarioError(file, None, "expected a mapping of scenario fields")
-    try:
-        sc = Scenario.model_validate({**data, "source": data.get("source") or str(file)})
-    except ValidationError as e:
-        raise _as_scenario_error(e, file) from e
-    return sc, lint(sc, str(file))
+    return validate_mapping(Scenario, data, file, lint, locate=_locate)
 
 
-def _as_scenario_error(e: ValidationError, file: str) -> ScenarioError:
-    err = e.errors()[0]
-    loc = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in err["loc"]).lstrip(".")
-    msg = str(err["msg"]).removeprefix("Value error, ")
-    if not loc:  # the model's own reference checks put the field first: "agents[0].user: ..."
-        head, sep, rest = msg.partition(": ")
-        if sep and re.fullmatch(r"[A-Za-z_][\w.\[\]]*", head):
-            loc, msg = head, rest
-    if err["type"] == "missing":
-        msg = "missing required field"
-    elif err["type"] == "extra_forbidden":
-        msg = "unknown field (see scenarios/README.md for the format)"
-    more = len(e.errors()) - 1
-    if more:
-        msg += f" (and {more} more problem{'s' if more > 1 else ''})"
-    return ScenarioError(file, loc or None, msg)
+def _locate(msg: str) -> tuple[str, str]:
+    """The model's own reference checks put the field first: "agents[0].user: ..."."""
+    head, sep, rest = msg.partition(": ")
+    if sep and re.fullmatch(r"[A-Za-z_][\w.\[\]]*", head):
+        return head, rest
+    return "", msg
 
 
 def lint(sc: Scenario, file: str) -> list[LoadIssue]:
