@@ -108,6 +108,11 @@ def test_an_a0_scenario_carries_no_payload_and_f4_has_no_surface_alone():
     f4 = _scenario("F4", "team")
     t4, _ = _run(f4, "single")  # one agent: no peer to compromise
     assert t4.payload["attack"] == {**t4.payload["attack"], "injected": False, "delivered": []}
+    from localbench.benchmarks.agentleak.view import view_simulation
+
+    agents = [p for p in view_simulation(t4, [], f4).participants if p.kind not in ("tool", "channel")]
+    assert [p.id for p in agents] == t4.payload["agents"] == [f4.agents[0].id]  # who played, not the team
+    assert len([p for p in view_simulation(t, [], s).participants if p.kind not in ("tool", "channel")]) == 3
     assert "ASR" not in trace_metrics(t4, f4, [])[0]  # an attack that never arrived is not scored
 
 

@@ -13,8 +13,14 @@ TIER = {1: "tier 1 (canary)", 2: "tier 2 (identifier / value match)", 3: "tier 3
 
 def view_simulation(t: Transcript, judgments: list[Judgment], s: Scenario) -> SimulationView:
     subjects = {r.id: r.subject for r in s.records}
-    participants = [Participant(id=a.id, name=a.id, kind=a.role, note=f"tools: {', '.join(a.tools) or 'none'}")
-                    for a in s.agents]
+    played = t.payload.get("agents") or [a.id for a in s.agents]
+    if len(played) < len(s.agents):  # the single setting: one agent with every tool played the whole team
+        tools = list(dict.fromkeys(x for a in s.agents for x in a.tools))
+        participants = [Participant(id=played[0], name=played[0], kind="assistant (the whole team, single setting)",
+                                    note=f"tools: {', '.join(tools) or 'none'}")]
+    else:
+        participants = [Participant(id=a.id, name=a.id, kind=a.role, note=f"tools: {', '.join(a.tools) or 'none'}")
+                        for a in s.agents]
     participants += [Participant(id=tool.name, name=tool.name, kind="tool", note=tool.description) for tool in s.tools]
     participants += [Participant(id=c, name=f"{c} {name}", kind="channel") for c, name in CHANNELS.items()]
     items = [PrivateItem(id=f.id, owner=subjects.get(f.record, f.record), text=f"{f.field}: {f.value}",
