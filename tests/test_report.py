@@ -359,3 +359,22 @@ def test_comparisons_with_too_few_pairs_say_they_cannot_be_significant(rendered)
 
     assert not any("can never reach" in n for n in notes(MIN_PAIRS_FOR_ALPHA))
     assert any("fewer than 6 pairs can never reach p < 0.05" in n for n in notes(2))
+
+
+def test_one_metric_heading_several_categories_names_each_column_and_notes_its_interval(tmp_path):
+    """AgentLeak's headline is ELR in every vertical (Wilson intervals): the columns say which vertical,
+    and the note says Wilson, not bootstrap; a mixed table names each metric's interval."""
+    from localbench.benchmarks.agentleak.design import DESIGN as AL
+    from localbench.benchmarks.agentleak.scenario import VERTICALS
+    from localbench.design import ALL
+    from localbench.report.tables import ci_note
+
+    rows = [_row("ELR", "m", "multi", v, 0.5) for v in VERTICALS] + [_row("TSR", "m", "multi", ALL, 0.2, hib=True)]
+    run = RunData(path=tmp_path, scores=Scores(run_id="hand", benchmark="agentleak", rows=rows), design=AL)
+    t = headline_table(run, "multi", pooled=("TSR",))
+    assert [c.header for c in t.columns] == [f"ELR {v}" for v in VERTICALS] + ["TSR"]
+    notes = " ".join(t.all_notes())
+    assert "Wilson score interval" in notes and "bootstrap" not in notes and "TSR is pooled" in notes
+    mixed = ci_note(run, "pm", ["ELR", "WLS"])
+    assert "Wilson score interval over simulations for ELR" in mixed
+    assert "bootstrap CI over scenarios (1000 resamples) for WLS" in mixed
