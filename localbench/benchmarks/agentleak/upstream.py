@@ -248,7 +248,8 @@ def round_weight(w: float) -> int:
     return max(1, min(5, math.floor(float(w) + 0.5)))
 
 
-def _norm(text: str) -> str:
+def fold_words(text: str) -> str:
+    """Case and runs of white space folded: how two texts are compared as words."""
     return " ".join(text.casefold().split())
 
 
@@ -500,7 +501,7 @@ def _find_subject(request: str, records: list[Record], vault: list[VaultField]) 
         for r in records:
             fields = by_record.get(r.id, {})
             if key == "name":
-                hit = any(_norm(fields.get(n, "")) == _norm(v) for n in fk.NAME_FIELDS)
+                hit = any(fold_words(fields.get(n, "")) == fold_words(v) for n in fk.NAME_FIELDS)
             elif key == "last4":
                 digits = v.lstrip("*")
                 hit = fields.get("account_last4", "").endswith(digits) or any(
