@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
 from localbench.serving.types import GenerationRequest, ModelIdentity, RawCompletion
 
 
@@ -30,3 +34,37 @@ class ScriptedBackend:
 
     def describe(self) -> dict:
         return {"engine": "scripted"}
+
+
+class RecordingServer:
+    """A minimal OpenAI-compatible server on a free port that records every request it gets
+    (``seen``: (path, body)) and answers ``content`` with ``prompt_tokens`` counted (also /tokenize)."""
+
+    def __init__(self, content: str, prompt_tokens: int):
+        seen = self.seen = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - http.server's name
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                seen.append((self.path, body))
+                reply = {"count": prompt_tokens} if self.path == "/tokenize" else {
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": content}}],
+                    "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(content) // 4 + 1}}
+                data = json.dumps(reply).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()

@@ -1,9 +1,10 @@
 """Messages whose content is a list of parts (text, images): types, cache key, budget, refusal.
 
 A message with string content keeps the cache key it always had (pinned below to the values the
-code computed before parts existed); an image is keyed by its bytes. No engine takes images yet:
-each refuses a request holding one with one line naming the engine and the preset, before it
-counts, sends or generates anything. Text-only parts count like the same text as one string.
+code computed before parts existed); an image is keyed by its bytes. An engine serving a text
+model (no ``vision`` in its preset) refuses a request holding one with one line naming the engine
+and the preset, before it counts, sends or generates anything (vision presets:
+test_vlm_serving.py). Text-only parts count like the same text as one string.
 (The vllm engine's refusal is tested in test_vllm_engine.py, the real vLLM server's in
 test_openai_engine.py, on the engines those modules start once.)
 """
@@ -12,13 +13,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from pydantic import BaseModel, TypeAdapter
 
-from fakes import ScriptedBackend
+from fakes import RecordingServer, ScriptedBackend
 from localbench.errors import UserError
 from localbench.serving import ImageInputError, Message, has_images, image_part, text_of, text_part
 from localbench.serving.cache import ResponseCache, cache_key
@@ -167,44 +166,9 @@ async def test_hf_refuses_an_image_before_counting_or_generating(tiny, tmp_path)
 # -- the openai engine against a local HTTP server ---------------------------------------------
 
 
-class _Server:
-    """A minimal OpenAI-compatible server on a free port that records every request it gets."""
-
-    def __init__(self):
-        seen = self.seen = []
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 - http.server's name
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                seen.append((self.path, body))
-                if self.path == "/tokenize":
-                    reply = {"count": 17}
-                else:
-                    reply = {"choices": [{"index": 0, "finish_reason": "stop",
-                                          "message": {"role": "assistant", "content": '{"level":"x"}'}}],
-                             "usage": {"prompt_tokens": 17, "completion_tokens": 4}}
-                data = json.dumps(reply).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 @pytest.fixture
 def local_server():
-    srv = _Server()
+    srv = RecordingServer('{"level":"x"}', 17)
     yield srv
     srv.close()
 

@@ -18,6 +18,12 @@ once (``GET /v1/models``) whether it serves the preset under vLLM's default name
 or the local path, for a server started by hand with ``vllm serve REPO``) and uses that. An
 explicit ``model=`` is sent as given. The weights are touched only to count tokens locally, and
 only on a server without ``/tokenize``.
+
+Images (vision presets only; other presets refuse them with ImageInputError before anything is
+sent): an image part goes out as OpenAI's ``{"type": "image_url", "image_url": {"url":
+"data:<mime>;base64,..."}}``, with the message's text parts beside it; messages without images
+are sent as one string each, as before. ``/tokenize`` gets the same messages, so a vLLM server
+counts the image tokens itself; counting locally falls back to the model's processor.
 """
 
 from __future__ import annotations
@@ -31,9 +37,9 @@ from typing import Any
 import httpx
 
 from localbench.serving.presets import Preset
-from localbench.serving.types import (
-    EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion, text_messages,
-)
+from localbench.serving.types import EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion
+from localbench.serving.messages import has_images
+from localbench.serving.vision import engine_messages, openai_messages
 
 DEFAULT_TIMEOUT_S = 600.0
 
@@ -93,7 +99,8 @@ class OpenAIBackend:
                  max_attempts: int = 6, backoff_s: float = 0.5, backoff_max_s: float = 20.0,
                  chat_template_kwargs: dict[str, Any] | None = None, tokenizer_location: str | None = None,
                  grammar_backend: str = "server", transport: httpx.AsyncBaseTransport | None = None,
-                 model_aliases: list[str] | None = None, preset: Preset | None = None):
+                 model_aliases: list[str] | None = None, preset: Preset | None = None,
+                 accepts_images: bool | None = None):
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
         if max_attempts < 1:
@@ -111,6 +118,8 @@ class OpenAIBackend:
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.tokenizer_location = tokenizer_location
         self.preset = preset  # where a local tokenizer comes from when tokenizer_location is None
+        # whether image parts are sent (as image_url data URIs): the preset's ``vision`` unless given
+        self.accepts_images = bool(preset.vision if accepts_images is None and preset is not None else accepts_images)
         # other names the server may serve this model under; asked for once, after a 404
         self.model_aliases = [a for a in (model_aliases or []) if a and a != model]
         self._model_checked = not self.model_aliases
@@ -121,6 +130,7 @@ class OpenAIBackend:
         self._client: httpx.AsyncClient | None = None
         self._transport = transport  # tests put an httpx.MockTransport here
         self._tokenizer: Any = None
+        self._processor: Any = None
         self._tokenize_endpoint: bool | None = None
         self.in_flight = 0
         self.peak_in_flight = 0
@@ -250,11 +260,13 @@ class OpenAIBackend:
 
     # -- Backend ---------------------------------------------------------------------------
 
-    def _text(self, messages: list[Message]) -> list[Message]:
+    def _text(self, messages: list[Message]) -> list[Any]:
         """What is sent: string contents as they are, text parts joined into one string per message
-        (what the server's chat template would make of them); an image part is refused
-        (ImageInputError) before anything is sent, since this engine does not send images yet."""
-        return text_messages(messages, self.engine, self.identity.preset)
+        (what the server's chat template would make of them); for a vision preset a message with
+        images is a list of OpenAI parts (images as ``image_url`` data URIs), for any other an image
+        part is refused (ImageInputError) before anything is sent."""
+        messages = engine_messages(messages, self.engine, self.identity.preset, self.accepts_images)
+        return openai_messages(messages) if self.accepts_images else messages
 
     def request_body(self, request: GenerationRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -295,9 +307,8 @@ class OpenAIBackend:
         Synchronous like the protocol: one short blocking HTTP call, made when prompts are checked
         against the context window, not per generated token.
         """
-        messages = self._text(messages)
         if self._tokenize_endpoint is not False:
-            body: dict[str, Any] = {"model": self.model, "messages": messages, "add_generation_prompt": True}
+            body: dict[str, Any] = {"model": self.model, "messages": self._text(messages), "add_generation_prompt": True}
             if self.chat_template_kwargs:
                 body["chat_template_kwargs"] = self.chat_template_kwargs
             try:
@@ -317,9 +328,10 @@ class OpenAIBackend:
     def _count_locally(self, messages: list[Message]) -> int:
         from localbench.serving.vllm_engine import chat_prompt_ids
 
+        sent = self._text(messages)  # refuses an image for a text preset before anything loads
         if self._tokenizer is None:
             try:
-                from transformers import AutoTokenizer
+                from transformers import AutoProcessor, AutoTokenizer
 
                 location, revision = self.tokenizer_location, None
                 if location is None and self.preset is not None:  # the preset's weights, built only now
@@ -328,18 +340,27 @@ class OpenAIBackend:
                     location = materialize(self.preset)
                     revision = hub_revision(self.preset, location)
                 self._tokenizer = AutoTokenizer.from_pretrained(location or self.model, revision=revision)
+                if self.accepts_images:  # a VLM: its processor counts a prompt's image tokens
+                    self._processor = AutoProcessor.from_pretrained(location or self.model, revision=revision)
             except Exception as e:  # noqa: BLE001 - missing transformers, missing files, offline hub
                 raise EngineError(
                     f"cannot count tokens for {self.model}: {self.root_url}/tokenize is unavailable and no "
                     f"local tokenizer loads ({type(e).__name__}: {e})"
                 ) from e
-        return len(chat_prompt_ids(self._tokenizer, self._text(messages), self.chat_template_kwargs))
+        if self.accepts_images and has_images(messages):
+            from localbench.serving.vision import processor_inputs
+
+            ids, _ = processor_inputs(self._processor, engine_messages(
+                messages, self.engine, self.identity.preset, True), self.chat_template_kwargs)
+            return len(ids)
+        return len(chat_prompt_ids(self._tokenizer, sent, self.chat_template_kwargs))
 
     def describe(self) -> dict[str, Any]:
         return {
             "engine": self.engine,
             "base_url": self.base_url,
             "model": self.model,
+            "accepts_images": self.accepts_images,
             "structured_output": "response_format json_schema (strict)",
             "structured_output_backend": self.grammar_backend,
             "max_concurrency": self.max_concurrency,

