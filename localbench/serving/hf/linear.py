@@ -26,14 +26,14 @@ def pack_linears(model: torch.nn.Module) -> int:
     """Pack every eligible linear layer of ``model`` in place; returns how many were packed."""
     if not _available():
         return 0
+    eligible = [m for m in model.modules() if type(m) is torch.nn.Linear and getattr(m, "_lb_packed", None) is None
+                and m.weight.device.type == "cpu" and m.weight.dtype in _DTYPES]
+    if not all(_agrees(m.weight) for m in _one_per_shape(eligible)):
+        return 0  # oneDNN gives wrong answers here (e.g. under OMP_THREAD_LIMIT=1): plain F.linear it is
     shared = _shared_weights(model)
     packed = 0
-    for module in model.modules():
-        if type(module) is not torch.nn.Linear or getattr(module, "_lb_packed", None) is not None:
-            continue
+    for module in eligible:
         weight = module.weight
-        if weight.device.type != "cpu" or weight.dtype not in _DTYPES:
-            continue
         module._lb_packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach(), 1)
         module.forward = _packed_forward.__get__(module)
         if id(weight) not in shared:  # the packed copy replaces it
@@ -65,6 +65,34 @@ def _available() -> bool:
         return bool(torch.allclose(got, torch.nn.functional.linear(x, w), atol=1e-5))
     except (AttributeError, RuntimeError):
         return False
+
+
+def _one_per_shape(modules: list[torch.nn.Linear]) -> list[torch.nn.Linear]:
+    out: dict[tuple[Any, ...], torch.nn.Linear] = {}
+    for m in modules:
+        out.setdefault((tuple(m.weight.shape), m.weight.dtype), m)
+    return list(out.values())
+
+
+def _agrees(weight: torch.Tensor) -> bool:
+    """Whether the packed weight gives F.linear's answer for 1 and 3 rows (a decode step, a small batch).
+
+    Measured: with OMP_THREAD_LIMIT=1 (which Slurm sites often set) oneDNN's packed linear returns
+    garbage or NaN at the model's real shapes, while a toy 8×16 probe still agrees; every reply of the
+    engine then failed its grammar. So each distinct weight shape is checked before anything is packed.
+    """
+    w = weight.detach()
+    with torch.no_grad():
+        packed = torch.ops.mkldnn._reorder_linear_weight(w, 1)
+        gen = torch.Generator().manual_seed(0)
+        for rows in (1, 3):
+            x = torch.randn(rows, w.shape[1], generator=gen).to(w.dtype)
+            got = torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], "").float()
+            ref = torch.nn.functional.linear(x, w).float()
+            tol = 1e-3 if w.dtype == torch.float32 else 3e-2
+            if not torch.allclose(got, ref, rtol=tol, atol=tol * max(1.0, float(ref.abs().max()))):
+                return False
+    return True
 
 
 def packed_count(model: Any) -> int:
