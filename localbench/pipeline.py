@@ -83,20 +83,39 @@ def simulate_stage(spec: RunSpec, progress: bool | None = None) -> Path:
     return summary.run_dir
 
 
+MAX_JUDGE_PASSES = 4
+"""Passes of the judge stage: a judge whose tasks depend on another's labels runs in a later pass."""
+
+
 async def judge_transcripts(spec: RunSpec, transcripts: list[Transcript], scenarios: dict[str, Any],
                             client, store, leakage_only: bool = False, show_progress: bool | None = None):
     """Every judge call of these transcripts not yet in ``store``, in one batched pass; returns the summary.
 
     ``leakage_only`` keeps the benchmark's leakage judges alone (what `judges rejudge` asks by default).
+    Some judges read others' labels (a grade asked only after another call matched an answer to
+    what it is graded against), so the benchmark is asked for its tasks again after each pass, until a pass has
+    nothing new to run (at most ``MAX_JUDGE_PASSES``).
     """
-    from localbench.judging.runner import run_judge_tasks
+    from localbench.judging.runner import JudgeRunSummary, run_judge_tasks
 
     bm = benchmark_of(spec)
-    tasks = bm.judge_tasks(spec, transcripts, scenarios, client, store)
-    if leakage_only:
-        tasks = [t for t in tasks if t.meta["judge"] in bm.leakage_judges]
-    return await run_judge_tasks(client, tasks, store, max_concurrency=spec.serving.max_concurrency,
-                                 show_progress=show_progress)
+    total = JudgeRunSummary()
+    for n in range(MAX_JUDGE_PASSES):
+        tasks = bm.judge_tasks(spec, transcripts, scenarios, client, store)
+        if leakage_only:
+            tasks = [t for t in tasks if t.meta["judge"] in bm.leakage_judges]
+        summary = await run_judge_tasks(client, tasks, store, max_concurrency=spec.serving.max_concurrency,
+                                        show_progress=show_progress)
+        total.done += summary.done
+        total.failed += summary.failed
+        total.too_long += summary.too_long
+        if n == 0:
+            total.total, total.skipped = summary.total, summary.skipped
+        else:
+            total.total += summary.done
+        if not summary.done:
+            break
+    return total
 
 
 async def _judge(spec: RunSpec, rd: RunDir, progress: bool | None = None) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections import defaultdict
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Iterable, Iterator, TypeVar
 
@@ -248,6 +249,14 @@ class ScenarioScore(Record):
     unscored: str | None = None  # why its leakage could not be measured (never read as no leak)
     judge_stage_finishes: bool = False  # what ``unscored`` says is missing, the judge stage makes
 
+
+
+def by_simulation(judgments: Iterable[Judgment]) -> dict[str, list[Judgment]]:
+    """Judgments grouped by the simulation they judged (``sim_key``), in their order."""
+    out: dict[str, list[Judgment]] = defaultdict(list)
+    for j in judgments:
+        out[j.sim_key].append(j)
+    return out
 
 R = TypeVar("R", bound=Record)
 

@@ -355,3 +355,35 @@ def test_resuming_a_rejudge_with_another_model_or_rubric_is_refused(tmp_path):
     (out / "rejudge.json").write_text(json.dumps(info))
     with pytest.raises(UserError, match="rubrics: asb/privacy_items.j2"):
         asyncio.run(rejudge_one(run, "other", client=judge(), show_progress=False))
+
+
+# -- 5. judges that read other judges' labels ---------------------------------------------------
+
+def test_judge_stage_asks_again_for_tasks_that_depend_on_earlier_labels(tmp_path, monkeypatch):
+    """A benchmark whose second judge is built from the first's label: both run in one judge stage,
+    and a rerun over the finished store makes no call."""
+    from localbench import pipeline
+    from localbench.spec import RunSpec
+
+    class TwoStep:
+        leakage_judges = ("first", "second")
+
+        def judge_tasks(self, spec, transcripts, scenarios, client, store):
+            tasks = [_task("s|first|all")]
+            if "s|first|all" in store:  # the second judge needs the first's answer
+                tasks.append(_task("s|second|all"))
+            for t in tasks:
+                t.meta.update(judge=t.key.split("|")[1], sim_key="s")
+            return tasks
+
+    monkeypatch.setattr(pipeline, "benchmark_of", lambda spec: TwoStep())
+    backend = ScriptedBackend(lambda req: (json.dumps({"ok": True}), "stop"))
+    store = RecordStore(tmp_path / "j.jsonl", Judgment)
+    spec = RunSpec(models={"agent": "fake", "judge": "fake"})
+    summary = asyncio.run(pipeline.judge_transcripts(spec, [], {}, StructuredClient(backend), store,
+                                                     show_progress=False))
+    assert [r.key for r in store.read()] == ["s|first|all", "s|second|all"]
+    assert summary.done == summary.total == 2 and len(backend.calls) == 2
+    again = asyncio.run(pipeline.judge_transcripts(spec, [], {}, StructuredClient(backend), store,
+                                                   show_progress=False))
+    assert again.done == 0 and again.skipped == 2 and len(backend.calls) == 2

@@ -93,3 +93,46 @@ def spec_from_flags(spec_file: Optional[Path], *, benchmark=None, scenarios=None
         return spec
     flags["max_rounds"] = {c: max_rounds for c in spec.design.categories}
     return load_spec(spec_file, **flags)
+
+
+SPEC_COMMANDS = ("run", "simulate")
+"""The commands that take the flags above (and so a benchmark's own name for --levels)."""
+
+
+def expand_condition_flags(argv: list[str]) -> list[str]:
+    """A benchmark's own name for ``--levels`` (its condition axis's ``flag``: ``--attackers``) as
+    ``--levels``, so `localbench run --benchmark sopri --attackers text,single` reads naturally.
+
+    Without ``--benchmark`` or ``--spec``, the flag also picks the benchmark that declares it. Only
+    ``run`` and ``simulate`` take it; anything else is left for typer to judge.
+    """
+    from localbench.design import design_of, registered
+    from localbench.errors import UserError
+
+    if not argv or argv[0] not in SPEC_COMMANDS:
+        return argv
+    flags: dict[str, str] = {}
+    for name in registered():
+        try:
+            flag = design_of(name).condition.flag
+        except Exception:  # a broken plug-in is reported when it is used, not here
+            continue
+        if flag:
+            flags.setdefault(f"--{flag}", name)
+    out, used = [], None
+    for arg in argv:
+        opt, eq, value = arg.partition("=")
+        if opt in flags:
+            used = opt
+            out.append(f"--levels{eq}{value}" if eq else "--levels")
+        else:
+            out.append(arg)
+    if used is None:
+        return argv
+    chosen = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--benchmark"), None)
+    chosen = chosen or next((a.partition("=")[2] for a in argv if a.startswith("--benchmark=")), None)
+    if chosen is not None and chosen != flags[used]:
+        raise UserError(f"{used} is benchmark '{flags[used]}''s name for --levels; benchmark '{chosen}' takes --levels")
+    if chosen is None and not any(a == "--spec" or a.startswith("--spec=") for a in argv):
+        out[1:1] = ["--benchmark", flags[used]]
+    return out

@@ -19,13 +19,13 @@ import json
 import os
 import shutil
 import time
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from localbench.errors import UserError
 from localbench.files import write_atomic
+from localbench.records import by_simulation
 from localbench.rejudge import LoadedRun, run_judgments
 from localbench.viewdata import SimulationView
 
@@ -61,9 +61,7 @@ def views_of(run_dir: str | Path) -> tuple[LoadedRun, list[SimulationView]]:
     sources = run_judgments(run) or [None]
     out = []
     for src in sources:
-        by_sim: dict[str, list] = defaultdict(list)
-        for j in (src.records if src is not None else []):
-            by_sim[j.sim_key].append(j)
+        by_sim = by_simulation(src.records if src is not None else [])
         for t in sorted(run.transcripts, key=lambda t: t.key):
             scenario = run.scenarios.get(t.scenario)
             if scenario is None:

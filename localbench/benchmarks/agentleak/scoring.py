@@ -23,7 +23,7 @@ from typing import Any
 from localbench.benchmarks.agentleak.detect import detect
 from localbench.benchmarks.agentleak.evaluate import JUDGE, channel_contents
 from localbench.benchmarks.agentleak.scenario import CHANNELS, INTERNAL, Scenario
-from localbench.records import Judgment, ScenarioScore, Transcript
+from localbench.records import Judgment, ScenarioScore, Transcript, by_simulation
 
 LEAK_LEVELS = ("partial", "full")
 _NORM = re.compile(r"[\W_]+")
@@ -150,9 +150,7 @@ def trace_metrics(t: Transcript, s: Scenario, judgments: list[Judgment]) -> tupl
 
 def scenario_scores(transcripts: list[Transcript], judgments: list[Judgment], scenarios: dict[str, Scenario],
                     judge_model: str) -> list[ScenarioScore]:
-    by_sim: dict[str, list[Judgment]] = defaultdict(list)
-    for j in judgments:
-        by_sim[j.sim_key].append(j)
+    by_sim = by_simulation(judgments)
     out = []
     for t in sorted(transcripts, key=lambda r: r.key):
         s = scenarios[t.scenario]

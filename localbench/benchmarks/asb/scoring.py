@@ -7,12 +7,11 @@ Per simulation, metrics come from localbench.benchmarks.asb.metrics; the shared 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from typing import Iterable
 
 from localbench.benchmarks.asb.metrics import leakage_metrics, missing_calls, simulation_metrics, unscored
 from localbench.benchmarks.asb.scenario import Scenario
-from localbench.records import Judgment, ScenarioScore, Transcript
+from localbench.records import Judgment, ScenarioScore, Transcript, by_simulation
 
 SILENT = "no agent message: its turns failed or its context was exhausted"
 NOT_JUDGED = "not judged yet"
@@ -22,9 +21,7 @@ INCOMPLETE = "judging incomplete"
 def scenario_scores(transcripts: list[Transcript], judgments: Iterable[Judgment],
                     scenarios: dict[str, Scenario], judge_model: str) -> list[ScenarioScore]:
     """One record per simulation with every metric (None where it could not be computed)."""
-    by_sim: dict[str, list[Judgment]] = defaultdict(list)
-    for j in judgments:
-        by_sim[j.sim_key].append(j)
+    by_sim = by_simulation(judgments)
     out = []
     for t in sorted(transcripts, key=lambda r: r.key):
         sc = scenarios[t.scenario]
