@@ -41,6 +41,7 @@ class Axis:
     kind: Literal["condition", "category"]
     values: tuple[str, ...] = ()  # known values in display order; others follow in first-seen order
     default: tuple[str, ...] = ()  # condition axis: the levels a spec without `levels` runs
+    flag: str = ""  # condition axis: the benchmark's own name for `--levels` (`--attackers`), an alias
 
     def order(self, seen: list[str]) -> list[str]:
         """``seen`` values in this axis's display order, unknown ones after in their own order."""
@@ -204,6 +205,7 @@ DEFAULT_BENCHMARK = "asb"
 REGISTRY: dict[str, str] = {
     "asb": "localbench.benchmarks.asb.plugin:AgentSocialBench",
     "agentleak": "localbench.benchmarks.agentleak.plugin:AgentLeak",
+    "sopri": "localbench.benchmarks.sopri.plugin:SopriBench",
 }
 """name → "module:attribute" of the plug-in class; imported on first use, so `localbench --help`
 and runs of one benchmark never import another. The class carries its ``design``."""

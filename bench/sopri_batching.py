@@ -1,0 +1,20 @@
+"""SopriBench: all users investigated at once vs one at a time vs the raw engine (a benchmark, not a test).
+
+Same users, same attackers, same engine; the arms and what they print are in bench/batching.py.
+Target (issue #20): efficiency (run ÷ raw engine on the same recorded requests) >= 0.85, for the text
+path (a text model: images reach it as OCR text + alt text) and for the image path (a VLM sees the
+pixels):
+
+    .venv/bin/python bench/sopri_batching.py --n 10 --levels text,post,single         # text path, SmolLM2
+    .venv/bin/python bench/sopri_batching.py --n 10 --levels post --model tiny-random-vlm   # image path
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from batching import make_spec, parser, run
+
+if __name__ == "__main__":
+    args = parser(__doc__, levels="text,post,single", max_rounds="3", max_tokens=200).parse_args()
+    asyncio.run(run("sopri", args, lambda concurrency, out: make_spec("sopri", args, concurrency, out)))

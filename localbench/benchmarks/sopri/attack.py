@@ -1,0 +1,157 @@
+"""What an attacker is, what it returns, and how a run's condition names one.
+
+A simulation is one attacker investigating one user. The condition axis value (``spec.levels``)
+names the attacker, any ablation flags and any defense: ``text``, ``post``, ``selfdisc``,
+``single``, ``abductive``, ``abductive-no-verifier`` (an ablation), ``single+sanitized`` (the
+attacker against the sanitizer's rewrite of the user's posts).
+
+Every attacker returns ``Inference``s: free-form (attribute, value) guesses citing the posts they
+rest on. The evaluator, not the attacker, maps each to one of the 28 slots (template-blind: it never
+sees which attacker made it or how).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from localbench.design import load
+
+if TYPE_CHECKING:
+    from localbench.benchmarks.sopri.scenario import User
+    from localbench.benchmarks.sopri.toolbox import Toolbox
+    from localbench.runtime.calls import SimulationCalls
+    from localbench.runtime.log import ConversationLog
+
+MAX_INFERENCES = 12
+ATTRIBUTE_CHARS = 48
+VALUE_CHARS = 120
+EVIDENCE_CHARS = 200
+
+
+class Inference(BaseModel):
+    """One guess about the user: what attribute, its value, the posts it rests on, why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    attribute: str = Field(max_length=ATTRIBUTE_CHARS)
+    value: str = Field(max_length=VALUE_CHARS)
+    posts: list[str] = Field(default_factory=list)
+    evidence: str = Field("", max_length=EVIDENCE_CHARS)
+
+
+def inference_schema(post_ids: list[str], max_items: int = MAX_INFERENCES) -> dict[str, Any]:
+    """The JSON schema of one inference, cited posts an enum of this user's post ids."""
+    return {"type": "object", "additionalProperties": False, "required": ["attribute", "value", "posts", "evidence"],
+            "properties": {"attribute": {"type": "string", "minLength": 1, "maxLength": ATTRIBUTE_CHARS},
+                           "value": {"type": "string", "minLength": 1, "maxLength": VALUE_CHARS},
+                           "posts": {"type": "array", "items": {"enum": list(post_ids)}, "maxItems": 3},
+                           "evidence": {"type": "string", "maxLength": EVIDENCE_CHARS}}}
+
+
+def profile_schema(post_ids: list[str], max_items: int = MAX_INFERENCES) -> dict[str, Any]:
+    """An attacker's final answer: ``{"inferences": [...]}``."""
+    return {"type": "object", "additionalProperties": False, "required": ["inferences"],
+            "properties": {"inferences": {"type": "array", "items": inference_schema(post_ids),
+                                          "maxItems": max_items}}}
+
+
+# -- conditions ---------------------------------------------------------------------------------
+
+ATTACKERS: dict[str, str] = {
+    "text": "localbench.benchmarks.sopri.attackers:TextLLM",
+    "post": "localbench.benchmarks.sopri.attackers:PostVLM",
+    "selfdisc": "localbench.benchmarks.sopri.attackers:SelfDisc",
+    "single": "localbench.benchmarks.sopri.attackers:SingleAgent",
+    "abductive": "localbench.benchmarks.sopri.abductive.attacker:AbductiveAttacker",
+}
+"""attacker name → "module:Class" (imported when a simulation needs it)."""
+
+ABLATIONS: dict[str, str] = {
+    "perceiver": "without the perceiver: no first skim of every post into raw evidence",
+    "hypothesizer": "without the hypothesizer: no candidate hypotheses, evidence is projected directly",
+    "investigator": "without the investigator: no tool routes, hypotheses are checked on the evidence at hand",
+    "verifier": "without the verifier: every hypothesis is admitted unchecked",
+    "graph": "without the graph: evidence is a flat list, no support edges, no suspension",
+}
+"""abductive ablation flag → what the variant leaves out (``abductive-no-<flag>``)."""
+
+DEFENSES: dict[str, str] = {
+    "sanitized": "the posts rewritten by the sanitizer to lower exposure while keeping each post's social intent",
+}
+
+ATTACKER_ORDER: tuple[str, ...] = ("single", "text", "post", "selfdisc", "abductive",
+                                   *(f"abductive-no-{f}" for f in ABLATIONS))
+"""Display order; the first is the baseline the others are compared with (paired bootstrap)."""
+
+
+class ConditionError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A parsed condition value: ``<attacker>[-no-<flag>…][+<defense>]``."""
+
+    attacker: str
+    without: tuple[str, ...] = ()  # ablation flags switched off
+    defense: str | None = None
+
+    @classmethod
+    def parse(cls, value: str) -> "Condition":
+        head, plus, defense = value.partition("+")
+        if plus and defense not in DEFENSES:
+            raise ConditionError(f"unknown defense '{defense}' in '{value}' (defenses: {', '.join(DEFENSES)})")
+        name, *flags = head.split("-no-")
+        if name not in ATTACKERS:
+            raise ConditionError(f"unknown attacker '{name}' in '{value}' (attackers: {', '.join(ATTACKERS)}; "
+                                 f"ablations: abductive-no-<{'|'.join(ABLATIONS)}>; defense: +sanitized)")
+        if flags and name != "abductive":
+            raise ConditionError(f"'{value}': only the abductive attacker has ablations")
+        bad = [f for f in flags if f not in ABLATIONS]
+        if bad:
+            raise ConditionError(f"unknown ablation '{bad[0]}' in '{value}' (ablations: {', '.join(ABLATIONS)})")
+        return cls(name, tuple(flags), defense or None)
+
+    def enabled(self, flag: str) -> bool:
+        return flag not in self.without
+
+
+@dataclass
+class AttackContext:
+    """What an attacker works with on one user: the posts (sanitized under the defense), the
+    sandbox tools, the simulation's calls and log, and how to derive a request seed."""
+
+    user: "User"
+    condition: Condition
+    toolbox: "Toolbox"
+    calls: "SimulationCalls"
+    log: "ConversationLog"
+    seed: Callable[..., int]  # seed(*parts): derived from the run seed, user, condition and seed index
+    key: str  # the simulation key (request tags)
+    vision: bool  # the attacker model takes images; otherwise images are given as OCR text + alt text
+    max_inferences: int = MAX_INFERENCES
+    budget: int = 24  # route budget (abductive): total tool cost it may spend
+    settings: dict[str, Any] = field(default_factory=dict)  # extra knobs from spec.extra
+
+
+@dataclass
+class AttackResult:
+    """An attacker's final profile and anything it wants recorded (graph, budget spent)."""
+
+    inferences: list[Inference]
+    termination: str = "answered"  # answered | no_answer | context_exhausted | budget
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+class Attacker(Protocol):
+    name: str
+
+    async def attack(self, ctx: AttackContext) -> AttackResult: ...
+
+
+def attacker_for(condition: Condition) -> Attacker:
+    return load(ATTACKERS[condition.attacker])()

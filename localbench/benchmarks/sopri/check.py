@@ -1,0 +1,24 @@
+"""Validate every user of a source and summarise it (``localbench data check --benchmark sopri``).
+
+Unlike ``load_users``, which stops at the first bad user, this loads each user record on its own so
+one run reports every failure, and groups the warnings (``loaders.CODES``: a leak citing posts that
+do not carry its cue, a text-bearing image with no planted text, ...) by field and kind. Categories
+are cohorts; "private items" are the user's leaked attributes and "people" are users.
+"""
+
+from __future__ import annotations
+
+from localbench.benchmarks.sopri.design import COHORTS
+from localbench.benchmarks.sopri.loaders import documents, load_document
+from localbench.benchmarks.sopri.scenario import User
+from localbench.scenario_files import CheckReport, Tally, check_records
+
+
+def tally(user: User) -> Tally:
+    return Tally(user.cohort, items=len(user.leaked), people=1)
+
+
+def check_source(source: str) -> CheckReport:
+    """Load each user of a source independently; a duplicate user id fails the later record."""
+    docs, skipped = documents(source)
+    return CheckReport(str(source), check_records(docs, load_document), tally, COHORTS, skipped)

@@ -1,0 +1,236 @@
+"""One entry point for SopriBench users, whatever their source.
+
+``load_users(source)`` takes ``builtin`` (the repo's scenarios/sopri-mini/), ``builtin:NAME``
+(another folder under scenarios/), a suite directory in localbench's format
+(``<dir>/users/<id>/user.yaml`` with the user's images beside it, and ``<dir>/sandbox/``), or
+``hf:NAME[:split]`` (the gated Hugging Face release, mapped by ``hf_dataset``). Every user is bound
+to its folder (``User.at``) so ``User.image_path`` resolves, and every image must exist. A record
+that cannot be used raises ``ScenarioError`` naming the file and the field; what loads but looks
+wrong comes back as ``LoadIssue`` warnings (the codes below), which `localbench data check` counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from localbench.benchmarks.sopri.design import COHORTS
+from localbench.benchmarks.sopri.images import TEXT_KINDS
+from localbench.benchmarks.sopri.scenario import SLOTS, User
+from localbench.scenario_files import (
+    SCENARIOS_DIR,
+    LoadIssue,
+    ScenarioError,
+    parse_names,
+    read_structured,
+    resolve_builtin,
+    validation_error,
+)
+
+BUILTIN_NAME = "sopri-mini"
+BUILTIN_DIR = SCENARIOS_DIR / BUILTIN_NAME
+USER_FILE = "user.yaml"
+FORMAT_DOC = "scenarios/sopri-mini/README.md"
+# warning codes: what `localbench data check` counts
+CODES = {
+    "missing_slot": "the profile lacks some of the 28 attributes",
+    "no_leak": "no attribute is leaked, so PES is undefined for the user",
+    "carrier_missing": "a leak names a carrier that none of its cited posts has",
+    "cue_missing": "an explicit place leak whose place name none of its cited posts carries",
+    "empty_image_text": "a text-bearing image (receipt, ticket, ...) with no planted text",
+    "no_alt": "an image without alt text (a text-only attacker is told nothing of it)",
+}
+
+
+@dataclass
+class LoadResult:
+    """Users in order (cohort, then id) and the warnings of the records they came from."""
+
+    users: list[User]
+    issues: list[LoadIssue] = field(default_factory=list)
+
+    def by_cohort(self) -> dict[str, list[User]]:
+        out: dict[str, list[User]] = {}
+        for u in self.users:
+            out.setdefault(u.cohort, []).append(u)
+        return out
+
+    by_category = by_cohort
+
+
+@dataclass(frozen=True)
+class Document:
+    """One user record before parsing: where it is, the folder its images sit in, how to read it."""
+
+    file: str
+    folder: Path
+    read: Callable[[], Any]
+    line: int | None = None
+
+    @property
+    def label(self) -> str:
+        return self.file
+
+
+def parse_cohorts(categories: Iterable[str] | str | None) -> set[str] | None:
+    return parse_names(categories, {c: c for c in COHORTS}, "cohort", ", ".join(COHORTS))
+
+
+def _is_hf(source: str) -> bool:
+    return source.startswith("hf:")
+
+
+def suite_dir(source: str | Path) -> Path | None:
+    """The suite folder a source names (None for an hf source)."""
+    s = str(source)
+    if _is_hf(s):
+        return None
+    if s == "builtin" or s.startswith("builtin:"):
+        return resolve_builtin(s, BUILTIN_NAME)
+    p = Path(s).expanduser()
+    if not p.is_dir():
+        raise ScenarioError(s, None, "no such directory (a SopriBench source is 'builtin', 'builtin:NAME', a suite "
+                                     "directory with users/<id>/user.yaml, or hf:NAME[:split])")
+    return p
+
+
+def sandbox_dir(source: str | Path) -> Path:
+    """The suite's sandbox folder (gazetteer.csv, documents.jsonl): ``<suite>/sandbox``; an hf source,
+    or a directory without one, uses the built-in suite's (the same fictional world)."""
+    d = suite_dir(source)
+    if d is not None and (d / "sandbox").is_dir():
+        return d / "sandbox"
+    return BUILTIN_DIR / "sandbox"
+
+
+def documents(source: str | Path) -> tuple[list[Document], list[LoadIssue]]:
+    """The user records of a source, unparsed, in path order (and files skipped: none so far)."""
+    s = str(source)
+    if _is_hf(s):
+        from localbench.benchmarks.sopri.hf_dataset import hf_users
+
+        return [Document(label, folder, lambda r=rec: r) for label, rec, folder in hf_users(s)], []
+    root = suite_dir(s)
+    assert root is not None
+    files = [p for p in sorted(root.rglob(USER_FILE))
+             if not any(x.startswith((".", "_")) for x in p.relative_to(root).parts)]
+    if not files:
+        raise ScenarioError(s, None, f"no SopriBench users here (expected users/<id>/{USER_FILE}; see {FORMAT_DOC})")
+    return [Document(str(p), p.parent, lambda p=p: read_structured(p)) for p in files], []
+
+
+def _locate(message: str) -> tuple[str, str]:
+    """A field for the User model's own cross-field checks, which pydantic reports without one."""
+    if message.startswith("profile '"):
+        return "profile", message
+    if "post ids" in message:
+        return "posts", message
+    if "profile slot" in message:
+        return "profile", message
+    return "", message
+
+
+def to_user(data: Any, file: str, folder: Path, line: int | None = None) -> User:
+    """A mapping as a User bound to ``folder``; ScenarioError (file, field) if it does not validate, its
+    cohort is unknown or an image file is missing."""
+    if not isinstance(data, dict):
+        raise ScenarioError(file, None, "expected a mapping of user fields", line)
+    try:
+        user = User.model_validate(data)
+    except ValidationError as e:
+        raise validation_error(e, file, line=line, locate=_locate, format_doc=FORMAT_DOC) from e
+    if user.cohort not in COHORTS:
+        raise ScenarioError(file, "cohort", f"unknown cohort '{user.cohort}' (expected one of {', '.join(COHORTS)})", line)
+    user.at(folder)
+    for i, post in enumerate(user.posts):
+        for j, image in enumerate(post.images):
+            if not user.image_path(image).is_file():
+                raise ScenarioError(file, f"posts[{i}].images[{j}].file",
+                                    f"image '{image.file}' not found (looked for {user.image_path(image)})", line)
+    return user
+
+
+def _post_text(user: User, post_ids: list[str]) -> str:
+    parts: list[str] = []
+    for pid in post_ids:
+        p = user.post(pid)
+        parts += [p.title, p.caption, *p.tags, *p.metadata.values(), p.ip_region, *(im.text for im in p.images)]
+    return "\n".join(parts).lower()
+
+
+def _has_carrier(user: User, post_ids: list[str], carrier: str) -> bool:
+    posts = [user.post(pid) for pid in post_ids]
+    if carrier.startswith("image:"):
+        return any(im.file == carrier[6:] for p in posts for im in p.images)
+    if carrier in ("title", "caption", "tags", "timestamp", "ip_region", "metadata"):
+        return any(bool(getattr(p, carrier)) for p in posts)
+    return False
+
+
+def lint(user: User, file: str) -> list[LoadIssue]:
+    """What loads but looks wrong (codes in CODES)."""
+    out: list[LoadIssue] = []
+    missing = [s for s in SLOTS if user.attribute(s) is None]
+    if missing:
+        out.append(LoadIssue(file, "profile", f"{user.id}: no attribute for {', '.join(missing)}", code="missing_slot"))
+    if not user.leaked:
+        out.append(LoadIssue(file, "profile", f"{user.id}: no leaked attribute", code="no_leak"))
+    for n, a in enumerate(user.profile):
+        if a.leak is None:
+            continue
+        where = f"profile[{n}].leak"
+        for c in a.leak.carriers:
+            if not _has_carrier(user, a.leak.posts, c):
+                out.append(LoadIssue(file, f"{where}.carriers", f"{a.slot}: carrier '{c}' is in none of posts "
+                                     f"{', '.join(a.leak.posts)}", code="carrier_missing"))
+        if a.leak.type == "explicit" and a.path and a.leak.depth:
+            name = a.path[a.leak.depth - 1]
+            if name.lower() not in _post_text(user, a.leak.posts):
+                out.append(LoadIssue(file, f"{where}.posts", f"{a.slot}: '{name}' appears in none of posts "
+                                     f"{', '.join(a.leak.posts)}", code="cue_missing"))
+    for i, p in enumerate(user.posts):
+        for j, im in enumerate(p.images):
+            if im.kind in TEXT_KINDS and not im.text.strip():
+                out.append(LoadIssue(file, f"posts[{i}].images[{j}].text", f"{im.file}: a {im.kind} with no planted text",
+                                     code="empty_image_text"))
+            if not im.alt.strip():
+                out.append(LoadIssue(file, f"posts[{i}].images[{j}].alt", f"{im.file}: no alt text", code="no_alt"))
+    return out
+
+
+def load_document(doc: Document) -> tuple[User, list[LoadIssue]]:
+    user = to_user(doc.read(), doc.file, doc.folder, doc.line)
+    return user, lint(user, doc.file)
+
+
+def load_users(source: str | Path = "builtin", categories: Iterable[str] | str | None = None,
+               limit: int | None = None) -> LoadResult:
+    """Users from a source, ordered by cohort then id, at most ``limit`` per cohort. ``categories``
+    are cohorts. User ids must be unique within a source."""
+    if limit is not None and limit < 1:
+        raise ScenarioError("limit", None, f"must be at least 1, got {limit}")
+    wanted = parse_cohorts(categories)
+    docs, skipped = documents(source)
+    loaded: list[tuple[User, list[LoadIssue]]] = []
+    seen: dict[str, str] = {}
+    for doc in docs:
+        user, issues = load_document(doc)
+        if user.id in seen:
+            raise ScenarioError(doc.file, "id", f"user id '{user.id}' is also used by {seen[user.id]}")
+        seen[user.id] = doc.label
+        if wanted is None or user.cohort in wanted:
+            loaded.append((user, issues))
+    loaded.sort(key=lambda x: (COHORTS.index(x[0].cohort), x[0].id))
+    counts: dict[str, int] = {}
+    result = LoadResult([], list(skipped))
+    for user, issues in loaded:
+        counts[user.cohort] = counts.get(user.cohort, 0) + 1
+        if limit is not None and counts[user.cohort] > limit:
+            continue
+        result.users.append(user)
+        result.issues.extend(issues)
+    return result

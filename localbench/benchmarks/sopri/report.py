@@ -1,0 +1,153 @@
+"""SopriBench's report, built with the shared helpers of ``localbench.report``.
+
+- Lead table: PES, ACC and GRAN per model × attacker, over every cohort, with bootstrap CIs over users.
+- PES by difficulty (d1..d4) and by dimension; a figure of PES by difficulty per attacker.
+- The abductive ablations (``abductive`` and each ``abductive-no-*`` in the run): PES, ACC, GRAN,
+  PES:d4 and ROUTE, so what each part buys sits next to what it costs.
+- The defense: each attacker against the same attacker on sanitized posts (PES before / after, UTIL).
+- Cost: PES next to the route budget spent (mean, and the most any one user took).
+A table whose rows are absent from the run is left out.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from localbench.benchmarks.sopri.design import DIFFICULTY_METRICS, DIMENSION_METRICS
+from localbench.benchmarks.sopri.scenario import DIFFICULTIES
+from localbench.design import ALL, ReportPlan
+from localbench.report.aggregate import Estimate
+from localbench.report.data import RunData
+from localbench.report.figures import FigureResult, bars_by_level
+from localbench.report.tables import (Cell, CellFormat, Column, Row, Table, agents, ci_note, label_headers, labels,
+                                      metric_column)
+
+LEAD = ("PES", "ACC", "GRAN")
+ABLATION = ("PES", "ACC", "GRAN", "PES:d4", "ROUTE")
+DEFENSE = "+sanitized"
+
+
+def _cell(run: RunData, metric: str, model: str, level: str, judge: str | None) -> Estimate:
+    """A metric over every cohort (ALL), or the only cohort's row where the run has one."""
+    row = run.row(metric, model, level, ALL, judge)
+    if row is None and len(cats := [c for c in run.categories() if c != ALL]) == 1:
+        row = run.row(metric, model, level, cats[0], judge)
+    return Estimate.from_row(row)
+
+
+def _table(run: RunData, fmt: CellFormat, name: str, title: str, metrics: tuple[str, ...], levels: list[str],
+           headers: dict[str, str] | None = None, note: str = "") -> Table:
+    cols = [metric_column(run, m, (headers or {}).get(m)) for m in metrics]
+    t = Table(name=name, title=title, label_headers=label_headers(run, run.design.condition.label), columns=cols,
+              fmt=fmt, bold_best=True)
+    for model, judge in agents(run):
+        if t.rows:
+            t.breaks.add(len(t.rows))
+        for lv in levels:
+            t.rows.append(Row(labels(model, judge) + [lv], [_cell(run, m, model, lv, judge) for m in metrics]))
+    t.notes.append(ci_note(run, fmt, list(metrics)))
+    if note:
+        t.notes.append(note)
+    return t
+
+
+def lead_table(run: RunData, fmt: CellFormat = "pm") -> Table:
+    return _table(run, fmt, "pes", "Privacy exposure per attacker (all cohorts)", LEAD, run.levels(),
+                  note="PES: Σ g·s / Σ s over each user's leaked attributes (g granularity of the best matching "
+                       "inference, s sensitivity 1–5); ACC: share of leaked attributes inferred at any depth; "
+                       "GRAN: mean granularity of those inferred. Bootstrapped over users.")
+
+
+def difficulty_table(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
+    heads = {m: f"{m[4:]} {DIFFICULTIES[int(m[-1])]}" for m in DIFFICULTY_METRICS}
+    return [_table(run, fmt, "pes_by_difficulty", "PES by difficulty of the leak", DIFFICULTY_METRICS, run.levels(),
+                   heads, note="d1–d3: a single post's text, image, or both; d4: only several posts together.")]
+
+
+def dimension_table(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
+    heads = {m: m[4:] for m in DIMENSION_METRICS}
+    return [_table(run, fmt, "pes_by_dimension", "PES by profile dimension", DIMENSION_METRICS, run.levels(), heads)]
+
+
+def ablation_table(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
+    levels = [lv for lv in run.levels() if lv == "abductive" or lv.startswith("abductive-no-")]
+    if not any(lv.startswith("abductive-no-") for lv in levels):
+        return []
+    return [_table(run, fmt, "ablation", "Abductive attacker: what each part buys", ABLATION, levels,
+                   note="Each abductive-no-<part> row is the abductive attacker without that part; ROUTE is the "
+                        "route budget it spent per user (tool cost units).")]
+
+
+def defense_table(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
+    """Each attacker before and after the sanitizer rewrote the posts, with the defense's utility."""
+    present = set(run.levels())
+    pairs = [(lv.removesuffix(DEFENSE), lv) for lv in run.levels() if lv.endswith(DEFENSE)
+             and lv.removesuffix(DEFENSE) in present]
+    if not pairs:
+        return []
+    cols = [metric_column(run, "PES", "PES before"), metric_column(run, "PES", "PES after"),
+            Column("Δ PES", "PES", None, signed=True), metric_column(run, "UTIL")]
+    t = Table(name="defense", title="The sanitizer as a defense", label_headers=label_headers(run, "Attacker"),
+              columns=cols, fmt=fmt)
+    for model, judge in agents(run):
+        for base, defended in pairs:
+            before, after = _cell(run, "PES", model, base, judge), _cell(run, "PES", model, defended, judge)
+            delta: Cell = (Estimate(after.mean - before.mean) if before.mean is not None and after.mean is not None
+                           else None)
+            t.rows.append(Row(labels(model, judge) + [base],
+                              [before, after, delta, _cell(run, "UTIL", model, defended, judge)]))
+    t.notes.append(ci_note(run, fmt, ["PES", "UTIL"]))
+    t.notes.append("After: the same attacker on the posts as the sanitizer rewrote them; Δ is the difference of the "
+                   "means (the paired comparisons give its test). UTIL: share of rewritten posts whose social intent "
+                   "the judge says is kept.")
+    return [t]
+
+
+def _route_max(run: RunData) -> dict[tuple[str, str], float]:
+    """(model, level) → the most route budget one user took (its seeds averaged)."""
+    per: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    for s in run.scenarios or []:
+        v = s.metrics.get("ROUTE")
+        if v is not None:
+            per[(s.model, s.level, s.scenario)].append(float(v))
+    out: dict[tuple[str, str], float] = {}
+    for (model, level, _), vs in per.items():
+        out[(model, level)] = max(out.get((model, level), 0.0), sum(vs) / len(vs))
+    return out
+
+
+def cost_table(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
+    """PES next to the route budget it took."""
+    if not any(r.metric == "ROUTE" for r in run.scores.rows):
+        return []
+    most = _route_max(run)
+    cols = [metric_column(run, "PES"), metric_column(run, "ROUTE", "ROUTE mean"),
+            Column("ROUTE max per user", "ROUTE", None, digits=1)]
+    t = Table(name="cost", title="Exposure against route budget spent", label_headers=label_headers(
+        run, run.design.condition.label), columns=cols, fmt=fmt)
+    for model, judge in agents(run):
+        for lv in run.levels():
+            m = most.get((model, lv))
+            t.rows.append(Row(labels(model, judge) + [lv], [_cell(run, "PES", model, lv, judge),
+                                                            _cell(run, "ROUTE", model, lv, judge),
+                                                            Estimate(m) if m is not None else None]))
+    t.notes.append(ci_note(run, fmt, ["PES", "ROUTE"]))
+    t.notes.append("ROUTE: tool cost units spent per user (0 for attackers without tools); max: the most one user took.")
+    return [t]
+
+
+def difficulty_figure(run: RunData) -> FigureResult:
+    fig = bars_by_level(run, "pes_by_difficulty", "PES by difficulty and attacker", list(DIFFICULTY_METRICS),
+                        [f"d{d}" for d in DIFFICULTIES])
+    fig.caption = ("Each group of bars is one difficulty, one bar per attacker: cross-post leaks (d4) are where an "
+                   "attacker that links posts should stand out; image leaks (d2) need one that reads images.")
+    fig.alt = ("Grouped bar charts of the privacy exposure score at difficulties d1 to d4, one bar per attacker, one "
+               "panel per model, with 95% interval error bars.")
+    return fig
+
+
+def report_plan() -> ReportPlan:
+    return ReportPlan(tables=(difficulty_table, dimension_table, ablation_table, defense_table, cost_table),
+                      figures=(difficulty_figure,), lead=lead_table, lead_figure="pes_by_difficulty",
+                      glossary_note="Every metric is per user, bootstrapped over users; a user whose judge call "
+                                    "failed is left out (†), never counted as unexposed.")

@@ -1,0 +1,235 @@
+"""SopriBench's data model: a user, their public posts, and the hidden profile the posts leak.
+
+A user has a nickname, a bio, an IP region and posts (title, caption, tags, timestamp, IP region,
+images, metadata). Hidden from every attacker is the profile: 28 attributes (``SLOTS``) in four
+dimensions, each with its value, its contextual sensitivity (1–5) and, for hierarchical attributes
+(home: country → province → city → district → compound), the ground-truth path. An attribute the
+posts reveal carries a ``Leak``: how (explicit, implicit, cross-post), how hard (1 single-post
+text, 2 single-post image, 3 single-post mixed, 4 cross-post), which posts support it, through
+which carriers, and for a hierarchical attribute how deep the posts reveal it.
+
+On disk (``loaders``): a suite folder with ``users/<id>/user.yaml`` (this model) beside the user's
+images (``PostImage.file`` is relative to the user's folder), and ``sandbox/`` with what the
+sandbox tools read (``gazetteer.csv``, ``documents.jsonl``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+Dimension = Literal["identity", "socioeconomic", "lifestyle", "sensitive"]
+DIMENSIONS: tuple[Dimension, ...] = ("identity", "socioeconomic", "lifestyle", "sensitive")
+
+LeakType = Literal["explicit", "implicit", "cross-post"]
+LEAK_TYPES: tuple[LeakType, ...] = ("explicit", "implicit", "cross-post")
+
+DIFFICULTIES: dict[int, str] = {1: "single-post text", 2: "single-post image", 3: "single-post mixed",
+                                4: "cross-post"}
+
+PLACE = ("country", "province", "city", "district")
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One attribute of the hidden profile. ``levels``: its granularity hierarchy, coarse to fine
+    (empty for a flat attribute, which is right or wrong)."""
+
+    name: str
+    dimension: Dimension
+    description: str
+    levels: tuple[str, ...] = ()
+
+    @property
+    def hierarchical(self) -> bool:
+        return bool(self.levels)
+
+
+SLOT_LIST: tuple[Slot, ...] = (
+    # basic identity
+    Slot("gender", "identity", "gender"),
+    Slot("age", "identity", "age range (e.g. 25-29)"),
+    Slot("birthday", "identity", "birthday (month and day)"),
+    Slot("nationality", "identity", "nationality"),
+    Slot("hometown", "identity", "where they grew up", PLACE[:3]),
+    Slot("home", "identity", "where they live now", (*PLACE, "compound")),
+    Slot("education", "identity", "highest education (degree and field)"),
+    # socioeconomic status
+    Slot("occupation", "socioeconomic", "job or role"),
+    Slot("employer", "socioeconomic", "the organisation they work for"),
+    Slot("workplace", "socioeconomic", "where they work", (*PLACE, "building")),
+    Slot("income", "socioeconomic", "income bracket"),
+    Slot("housing", "socioeconomic", "own or rent, and what kind of home"),
+    Slot("vehicle", "socioeconomic", "the vehicle they drive or own"),
+    Slot("spending", "socioeconomic", "spending level and habits"),
+    # lifestyle
+    Slot("routine", "lifestyle", "a regular routine (what, when)"),
+    Slot("commute", "lifestyle", "how they get to work"),
+    Slot("frequent_place", "lifestyle", "a place they go to regularly", (*PLACE, "venue")),
+    Slot("hobbies", "lifestyle", "hobbies and pastimes"),
+    Slot("diet", "lifestyle", "diet or eating habits"),
+    Slot("pets", "lifestyle", "pets"),
+    Slot("travel", "lifestyle", "where they travel or plan to"),
+    # sensitive
+    Slot("health", "sensitive", "a health condition or treatment"),
+    Slot("religion", "sensitive", "religion or belief"),
+    Slot("politics", "sensitive", "political views or affiliation"),
+    Slot("sexual_orientation", "sensitive", "sexual orientation"),
+    Slot("relationship", "sensitive", "relationship status or partner"),
+    Slot("family", "sensitive", "children and family situation"),
+    Slot("finances", "sensitive", "debts, loans or financial trouble"),
+)
+SLOTS: dict[str, Slot] = {s.name: s for s in SLOT_LIST}
+assert len(SLOTS) == 28
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PostImage(_Strict):
+    """An image of a post. ``text``: the words rendered into it (what OCR should read; empty for a
+    photo without text); ``alt``: the post's alt text, what a text-only attacker is told of it."""
+
+    file: str  # relative to the user's folder
+    kind: str = "photo"  # receipt, ticket, badge, screenshot, street_sign, notice, photo, ...
+    alt: str = ""
+    text: str = ""
+
+    @field_validator("file")
+    @classmethod
+    def _relative(cls, v: str) -> str:
+        if Path(v).is_absolute() or ".." in Path(v).parts:
+            raise ValueError(f"'{v}' must be a path inside the user's folder")
+        return v
+
+
+class Post(_Strict):
+    id: str
+    title: str = ""
+    caption: str = ""
+    tags: list[str] = Field(default_factory=list)
+    timestamp: str  # ISO 8601, local time of the post
+    ip_region: str = ""
+    images: list[PostImage] = Field(default_factory=list)
+    metadata: dict[str, str] = Field(default_factory=dict)  # likes, device, location tag, ...
+
+
+Carrier = str
+"""Where in a post a cue sits: title, caption, tags, timestamp, ip_region, metadata, or image:<file>."""
+
+
+class Leak(_Strict):
+    """How the posts reveal one attribute."""
+
+    type: LeakType
+    difficulty: Literal[1, 2, 3, 4]
+    posts: list[str] = Field(min_length=1)  # supporting post ids
+    carriers: list[Carrier] = Field(default_factory=list)
+    depth: int | None = None  # hierarchical: how many levels of the path the posts reveal (1..len)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Leak":
+        if self.type == "cross-post" and len(set(self.posts)) < 2:
+            raise ValueError("a cross-post leak needs at least two supporting posts")
+        if self.difficulty == 4 and self.type != "cross-post":
+            raise ValueError("difficulty 4 is cross-post leakage")
+        return self
+
+
+class Attribute(_Strict):
+    """One attribute of the hidden profile."""
+
+    slot: str
+    value: str
+    path: list[str] | None = None  # hierarchical: one entry per level of the slot, coarse to fine
+    sensitivity: int = Field(ge=1, le=5)
+    leak: Leak | None = None  # None: true of the user, but no post reveals it
+
+    @field_validator("slot")
+    @classmethod
+    def _known_slot(cls, v: str) -> str:
+        if v not in SLOTS:
+            raise ValueError(f"unknown attribute slot '{v}' (slots: {', '.join(SLOTS)})")
+        return v
+
+    @model_validator(mode="after")
+    def _path_fits(self) -> "Attribute":
+        slot = SLOTS[self.slot]
+        if slot.hierarchical:
+            if self.path is None or len(self.path) != len(slot.levels):
+                raise ValueError(f"'{self.slot}' is hierarchical: path needs {len(slot.levels)} entries "
+                                 f"({' → '.join(slot.levels)})")
+            if self.leak is not None:
+                if self.leak.depth is None:
+                    self.leak.depth = len(slot.levels)
+                if not 1 <= self.leak.depth <= len(slot.levels):
+                    raise ValueError(f"'{self.slot}': leak.depth must be 1..{len(slot.levels)}")
+        elif self.path is not None:
+            raise ValueError(f"'{self.slot}' is flat: no path")
+        return self
+
+    @property
+    def dimension(self) -> Dimension:
+        return SLOTS[self.slot].dimension
+
+
+class User(_Strict):
+    """One scenario: a user, their posts and the hidden profile (never shown to an attacker)."""
+
+    id: str
+    cohort: str = "synthetic"  # the category axis: which population the user is drawn from
+    nickname: str
+    bio: str = ""
+    ip_region: str = ""
+    posts: list[Post] = Field(min_length=1)
+    profile: list[Attribute] = Field(default_factory=list)
+    generator: dict[str, str] = Field(default_factory=dict)  # how the user was made (name, version, seed)
+    _folder: Path | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "User":
+        ids = [p.id for p in self.posts]
+        if len(set(ids)) != len(ids):
+            raise ValueError("post ids must be unique")
+        slots = [a.slot for a in self.profile]
+        if len(set(slots)) != len(slots):
+            raise ValueError("each profile slot at most once")
+        for a in self.profile:
+            for p in (a.leak.posts if a.leak else []):
+                if p not in ids:
+                    raise ValueError(f"profile '{a.slot}': leak cites unknown post '{p}'")
+        return self
+
+    # -- where the files are ----------------------------------------------------------------
+    @property
+    def folder(self) -> Path | None:
+        """The user's folder (images are relative to it); None for a user built in memory."""
+        return self._folder
+
+    def at(self, folder: Path | None) -> "User":
+        self._folder = folder
+        return self
+
+    def image_path(self, image: PostImage) -> Path:
+        if self._folder is None:
+            raise ValueError(f"user '{self.id}' has no folder: cannot find image '{image.file}'")
+        return self._folder / image.file
+
+    # -- what the profile says --------------------------------------------------------------
+    def attribute(self, slot: str) -> Attribute | None:
+        return next((a for a in self.profile if a.slot == slot), None)
+
+    @property
+    def leaked(self) -> list[Attribute]:
+        """The ground-truth leaked attributes: what PES is computed over."""
+        return [a for a in self.profile if a.leak is not None]
+
+    def post(self, post_id: str) -> Post:
+        for p in self.posts:
+            if p.id == post_id:
+                return p
+        raise KeyError(post_id)

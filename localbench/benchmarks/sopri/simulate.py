@@ -1,0 +1,171 @@
+"""SopriBench's simulator: what the shared simulate stage (``runtime.harness``) runs for it.
+
+Every (user × condition × seed index) is one simulation, keyed ``<user>|<condition>|<seed>``: one
+attacker (``attack.attacker_for``) profiling one user, under the sanitizer's rewrite of the posts
+when the condition says ``+sanitized``. Its transcript's payload holds the final inferences,
+whether the attacker answered at all (``answered``: a failed final answer is a failure, never
+"nothing inferred"), how images reached it (``image_input``) and the route budget it spent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any
+
+from localbench.benchmarks.sopri.attack import (
+    MAX_INFERENCES,
+    AttackContext,
+    AttackResult,
+    Condition,
+    ConditionError,
+    attacker_for,
+)
+from localbench.benchmarks.sopri.posts import image_input_of
+from localbench.benchmarks.sopri.prompting import PROMPTS
+from localbench.benchmarks.sopri.scenario import User
+from localbench.benchmarks.sopri.tools import (
+    COSTS,
+    OcrReader,
+    build_toolbox,
+    sandbox_for,
+)
+from localbench.records import Transcript
+from localbench.runtime.calls import OutOfContext, SimulationCalls
+from localbench.runtime.clients import RoleClients
+from localbench.runtime.harness import Unit, model_provenance, scenarios_hash
+from localbench.runtime.log import ConversationLog
+from localbench.serving.seeds import derive_seed
+from localbench.spec import RunSpec, SpecError
+
+CALL_ROLES = ("attacker", "sanitizer")
+TEMPERATURES = {"attacker": 0.7, "sanitizer": 0.7}
+ANSWER_TOKENS = 768  # a profile of a dozen inferences does not fit a chat turn's 200 tokens
+ROUTE_BUDGET = 24
+NOT_ANSWERED = ("no_answer", "context_exhausted")
+
+
+def conditions_of(spec: RunSpec) -> list[Condition]:
+    try:
+        return [Condition.parse(lv) for lv in spec.levels or []]
+    except ConditionError as e:
+        raise SpecError(f"field 'levels': {e}") from e
+
+
+def answer_tokens(spec: RunSpec) -> int:
+    """Tokens per model call: ``extra.answer_tokens``, else at least ANSWER_TOKENS."""
+    return int(spec.extra.get("answer_tokens") or max(spec.max_tokens, ANSWER_TOKENS))
+
+
+def temperatures(spec: RunSpec) -> dict[str, float]:
+    return {**TEMPERATURES, **{k: float(v) for k, v in (spec.extra.get("temperatures") or {}).items()}}
+
+
+def vision_of(clients: RoleClients) -> bool:
+    """Whether the attacker's model takes images (the backend says so; engines without the flag do not)."""
+    return bool(getattr(clients.for_role("attacker").backend, "accepts_images", False))
+
+
+class SopriSimulator:
+    """``runtime.harness.Simulator`` for SopriBench."""
+
+    call_roles = CALL_ROLES
+    aliases: dict[str, str] = {}  # noqa: RUF012 - the Simulator protocol reads it as a class attribute
+
+    def __init__(self) -> None:
+        self.reader = OcrReader()  # shared by every simulation of the run: each image is read once
+
+    def check(self, spec: RunSpec) -> None:
+        conditions_of(spec)
+        for name, lo in (("answer_tokens", 16), ("route_budget", 0), ("max_inferences", 1)):
+            v = spec.extra.get(name)
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < lo):
+                raise SpecError(f"field 'extra.{name}': must be an integer ≥ {lo}, got {v!r}")
+        temps = spec.extra.get("temperatures")
+        if temps is not None and (not isinstance(temps, dict) or any(
+                not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0 for v in temps.values())):
+            raise SpecError(f"field 'extra.temperatures': must map roles to temperatures ≥ 0, got {temps!r}")
+
+    def load(self, spec: RunSpec) -> tuple[list[User], int]:
+        from localbench.benchmarks.sopri.loaders import load_users
+
+        res = load_users(spec.scenarios, spec.categories, spec.limit)
+        return list(res.users), len(getattr(res, "issues", []) or [])
+
+    def plan(self, spec: RunSpec, users: list[User]) -> list[Unit]:
+        return [Unit(u.id, u.cohort, lv, i, task=u) for u in users for lv in spec.levels or []
+                for i in range(spec.seeds)]
+
+    def fingerprint(self, users: list[User]) -> dict[str, str]:
+        return {"prompt_set": PROMPTS.set_hash(), "scenarios": scenarios_hash(users)}
+
+    def provenance(self, spec: RunSpec, clients: RoleClients, users: list[User], n_issues: int) -> dict[str, Any]:
+        try:
+            tesseract = OcrReader.version()
+        except Exception as e:  # noqa: BLE001 - recorded, not fatal: only the text-only fallback needs it
+            tesseract = f"unavailable: {e}"
+        return {
+            "models": model_provenance(clients, CALL_ROLES),
+            "conditions": {lv: {"attacker": c.attacker, "without": list(c.without), "defense": c.defense}
+                           for lv, c in zip(spec.levels or [], conditions_of(spec))},
+            "vision": vision_of(clients),
+            "prompts": PROMPTS.hashes(),
+            "prompt_set": PROMPTS.set_hash(),
+            "tools": {"costs": dict(COSTS), "tesseract": tesseract},
+            "defaults": {"max_rounds": {c: spec.max_rounds_for(c) for c in spec.design.categories},
+                         "temperatures": temperatures(spec), "answer_tokens": answer_tokens(spec),
+                         "route_budget": int(spec.extra.get("route_budget", ROUTE_BUDGET)),
+                         "max_inferences": int(spec.extra.get("max_inferences", MAX_INFERENCES)),
+                         "concurrency": spec.serving.max_concurrency},
+            "scenarios": {"source": spec.scenarios, "n": len(users), "load_issues": n_issues},
+        }
+
+    async def play(self, unit: Unit, clients: RoleClients, spec: RunSpec) -> Transcript:
+        t0 = time.monotonic()
+        user: User = unit.task
+        condition = Condition.parse(unit.level)
+        calls = SimulationCalls(clients, answer_tokens(spec), temperatures(spec))
+        if condition.defense == "sanitized":
+            from localbench.benchmarks.sopri.defense import sanitize_user
+
+            user = await sanitize_user(user, clients, spec, calls)
+        toolbox = build_toolbox(user, sandbox_for(user, spec.scenarios), self.reader)
+        log = ConversationLog(["attacker", *toolbox.tools])
+        vision = vision_of(clients)
+        max_rounds = spec.max_rounds_for(user.cohort)
+        ctx = AttackContext(
+            user=user, condition=condition, toolbox=toolbox, calls=calls, log=log,
+            seed=lambda *p: derive_seed(spec.seed, user.id, unit.level, unit.seed_index, *p),
+            key=unit.key, vision=vision, max_inferences=int(spec.extra.get("max_inferences", MAX_INFERENCES)),
+            budget=int(spec.extra.get("route_budget", ROUTE_BUDGET)),
+            settings={**spec.extra, "max_rounds": max_rounds, "ocr_reader": self.reader})
+        try:
+            result = await attacker_for(condition).attack(ctx)
+        except OutOfContext:  # an attacker that does not catch it itself
+            result = AttackResult([], "context_exhausted", {"answered": False})
+        return record(unit, user, condition, clients, calls, log, result, vision, max_rounds, time.monotonic() - t0)
+
+
+def record(unit: Unit, user: User, condition: Condition, clients: RoleClients, calls: SimulationCalls,
+           log: ConversationLog, result: AttackResult, vision: bool, max_rounds: int, wall_s: float) -> Transcript:
+    """The simulation's transcript: the log, the call counts and the attacker's answer."""
+    answered = bool(result.payload.get("answered", True)) and result.termination not in NOT_ANSWERED
+    inferences = [i.model_dump() for i in result.inferences] if answered else []
+    spent = sum(int(e.meta.get("cost", 0)) for e in log.entries if e.kind == "tool_call")
+    schemas = sorted({e.meta["schema"] for e in log.entries if e.meta.get("schema")})
+    models = {r: clients.for_role(r).model_name for r in ("attacker", *(["sanitizer"] if condition.defense else []))}
+    payload = {
+        "inferences": inferences,
+        "answered": answered,
+        "image_input": image_input_of(user, vision),
+        "route_spent": spent,
+        "condition": {"attacker": condition.attacker, "without": list(condition.without), "defense": condition.defense},
+        **{k: v for k, v in result.payload.items() if k != "answered"},
+    }
+    return Transcript(
+        key=unit.key, scenario=user.id, category=user.cohort, level=unit.level, seed_index=unit.seed_index,
+        model=models["attacker"], models=models, termination=result.termination,
+        rounds=len({e.round for e in log.entries if e.kind in ("model_call", "failed")}), max_rounds=max_rounds,
+        entries=log.entries, n_messages=0, **calls.counts(), prompts=PROMPTS.set_hash(),
+        schemas=hashlib.sha256("\n".join(schemas).encode()).hexdigest()[:16] if schemas else "",
+        wall_s=round(wall_s, 3), finished_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"), payload=payload)
