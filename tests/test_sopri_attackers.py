@@ -266,9 +266,40 @@ def test_every_attacker_end_to_end_on_the_tiny_model(user, tiny_backend, tmp_pat
     assert "tesseract" in spec_yaml and "prompt_set" in spec_yaml
 
 
+def test_the_abductive_attacker_through_the_simulator_draws_its_graph(user, tiny_backend, tmp_path):
+    """Its graph is saved in the transcript and drawn for audit (HTML, PNG) in the run directory."""
+    spec = spec_for(tmp_path, ["abductive"], max_rounds=2, answer_tokens=400)
+    summary = asyncio.run(simulate_scenarios(spec, SopriSimulator(), [user], clients_for(tiny_backend, 1),
+                                             spec.run_dir, progress=False))
+    (rec,) = _check_transcripts(spec.run_dir, user)
+    assert summary.errors == 0 and {n["kind"] for n in rec["payload"]["graph"]["nodes"]} >= {"post"}
+    files = rec["payload"]["graph_files"]
+    assert files == [f"graphs/{user.id}-abductive-0.html", f"graphs/{user.id}-abductive-0.png"]
+    html = (spec.run_dir / files[0]).read_text()
+    nodes = rec["payload"]["graph"]["nodes"]
+    drawn = sum(n["kind"] in ("evidence", "hypothesis") for n in nodes)
+    assert f"{user.id} · abductive" in html and html.count("<tr>") == drawn + 2  # a row a node, two headers
+    assert (spec.run_dir / files[1]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_sanitized_simulation_carries_what_the_utility_judge_needs(user, tiny_backend, tmp_path):
+    """Through the simulator and into the judge stage's planning: the rewrite travels in the transcript."""
+    from localbench.benchmarks.sopri.evaluate import build_tasks
+    from localbench.records import Judgment, RecordStore, Transcript
+
+    spec = spec_for(tmp_path, ["text+sanitized"], answer_tokens=400)
+    summary = asyncio.run(simulate_scenarios(spec, SopriSimulator(), [user], clients_for(tiny_backend, 1),
+                                             spec.run_dir, progress=False))
+    assert summary.errors == 0
+    (t,) = RecordStore(spec.run_dir / "transcripts.jsonl", Transcript).read()
+    assert [p["post"] for p in t.payload["sanitized_posts"]] == [p.id for p in user.posts]
+    store = RecordStore(tmp_path / "judgments.jsonl", Judgment)
+    tasks = build_tasks(spec, [t], {user.id: user}, StructuredClient(tiny_backend, cache=None), store)
+    (intent,) = [x for x in tasks if x.meta["judge"] == "intent"]
+    assert intent.request.output.schema["required"] == [p.id for p in user.posts]
+
+
 def test_the_image_path_on_the_tiny_vlm(user, tmp_path):
-    if not (REPO / "serving" / "tiny-random-vlm.yaml").exists():
-        pytest.skip("the tiny-random-vlm preset is not there yet")
     from localbench.serving.engines import open_backend
 
     backend = open_backend("tiny-random-vlm", "hf")

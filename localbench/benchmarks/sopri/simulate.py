@@ -143,7 +143,31 @@ class SopriSimulator:
             result = await attacker_for(condition).attack(ctx)
         except OutOfContext:  # an attacker that does not catch it itself
             result = AttackResult([], "context_exhausted", {"answered": False})
+        if condition.defense == "sanitized":  # what the utility judge compares with the posts as written
+            from localbench.benchmarks.sopri.defense import sanitized_payload
+
+            result.payload["sanitized_posts"] = sanitized_payload(user)
+        if isinstance(result.payload.get("graph"), dict):
+            result.payload["graph_files"] = draw_graph(spec, unit, result.payload["graph"])
         return record(unit, user, condition, clients, calls, log, result, vision, max_rounds, time.monotonic() - t0)
+
+
+GRAPHS = "graphs"
+"""Folder of the run directory where each evidence graph is drawn for audit (HTML and PNG)."""
+
+
+def draw_graph(spec: RunSpec, unit: Unit, graph: dict[str, Any]) -> list[str]:
+    """The evidence graph drawn as ``graphs/<user>-<condition>-<seed>.html`` and ``.png`` in the run
+    directory (paths relative to it); the JSON stays in the transcript, the source of truth."""
+    from localbench.benchmarks.sopri.abductive.render import render_html, render_png
+    from localbench.files import write_atomic
+
+    stem = "-".join(unit.key.split("|")).replace("+", "_")
+    folder = spec.run_dir / GRAPHS
+    title = f"evidence graph: {unit.scenario} · {unit.level} · seed {unit.seed_index}"
+    write_atomic(folder / f"{stem}.html", render_html(graph, title=title))
+    render_png(graph, folder / f"{stem}.png", title=title)
+    return [f"{GRAPHS}/{stem}.html", f"{GRAPHS}/{stem}.png"]
 
 
 def record(unit: Unit, user: User, condition: Condition, clients: RoleClients, calls: SimulationCalls,

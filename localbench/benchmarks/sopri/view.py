@@ -140,7 +140,10 @@ def view_simulation(t: Transcript, judgments: list[Judgment], user: User) -> Sim
                                    + (" " + " ".join(f"#{x}" for x in p.get("tags") or []) if p.get("tags") else ""))
                                   for p in sanitized]))
     if isinstance(t.payload.get("graph"), dict):
-        panels.append(_graph_panel(t.payload["graph"]))
+        panel = _graph_panel(t.payload["graph"])
+        panel.rows += [("drawn in the run directory", ", ".join(t.payload.get("graph_files") or []))] \
+            if t.payload.get("graph_files") else []
+        panels.append(panel)
     return SimulationView(
         key=t.key, scenario=user.id, title=f"{user.nickname} ({user.id})", category=t.category, level=t.level,
         seed_index=t.seed_index, model=t.model, termination=t.termination,
