@@ -13,19 +13,16 @@ from __future__ import annotations
 from typing import Any
 
 from localbench.benchmarks.sopri.attack import Condition
+from localbench.benchmarks.sopri.judge_task import TARGET, judge_task
 from localbench.benchmarks.sopri.scenario import User
-from localbench.judging.calls import JudgeCall, schema_hash
+from localbench.judging.calls import JudgeCall
 from localbench.judging.rubrics import render
-from localbench.judging.runner import JUDGE_TEMPERATURE, JudgeTask
+from localbench.judging.runner import JudgeTask
 from localbench.records import Judgment, RecordStore, Transcript
-from localbench.serving.output import OutputSpec
-from localbench.serving.seeds import derive_seed
-from localbench.serving.types import GenerationRequest
 from localbench.spec import RunSpec
 
 JUDGE = "intent"
 RUBRIC = "sopri/intent.j2"
-TARGET = "all"
 PAYLOAD = "sanitized_posts"
 
 
@@ -82,20 +79,12 @@ def intent_tasks(spec: RunSpec, transcripts: list[Transcript], scenarios: dict[s
     for t in transcripts:
         if t.error or not is_sanitized(t):
             continue
-        key = f"{t.key}|{JUDGE}|{TARGET}"  # planned even when stored: the runner skips it as already done
         user = scenarios.get(t.scenario)
         if user is None:
             raise KeyError(f"transcript {t.key}: user '{t.scenario}' is not in {spec.scenarios}")
         sanitized = t.payload.get(PAYLOAD)
         if not isinstance(sanitized, list):
             raise ValueError(f"transcript {t.key}: a sanitized simulation without payload '{PAYLOAD}'")
-        call = intent_call(user, sanitized)
-        req = GenerationRequest(messages=call.messages, output=OutputSpec.from_schema(call.schema, name=JUDGE),
-                                role="judge", max_tokens=spec.judge_max_tokens, temperature=JUDGE_TEMPERATURE,
-                                seed=derive_seed(spec.seed, "judge", t.key, JUDGE), tag=key)
-        meta = {"sim_key": t.key, "scenario": t.scenario, "category": t.category, "level": t.level,
-                "seed_index": t.seed_index, "model": t.model, "judge": JUDGE, "target": TARGET, "rubric": RUBRIC,
-                "rubric_hash": call.rubric_hash, "schema_hash": schema_hash(call.schema),
-                "n_messages": call.n_messages, "sim_targets": {JUDGE: [TARGET]}}
-        tasks.append(JudgeTask(key=key, request=req, decode=lambda parsed, c=call: decode(c, parsed), meta=meta))
+        # planned even when stored: the runner skips it as already done
+        tasks.append(judge_task(spec, t, intent_call(user, sanitized), decode, {JUDGE: [TARGET]}))
     return tasks
