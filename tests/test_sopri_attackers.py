@@ -216,6 +216,48 @@ def test_simulator_refuses_unknown_conditions_naming_levels(tmp_path):
     sim.check(spec_for(tmp_path, ["single", "abductive-no-verifier", "text+sanitized"]))
 
 
+def test_images_are_read_before_the_simulations_start_and_once_across_runs(user, tmp_path, monkeypatch):
+    """The harness's preparation reads every image a text model will see as OCR text before any
+    simulation starts (so tesseract does not compete with the engine mid-run); a later run over the
+    same images reads none of them again; no tesseract at all stops the run before anything is written."""
+    from localbench.benchmarks.sopri import ocr
+    from localbench.errors import UserError
+
+    monkeypatch.setenv("LOCALBENCH_CACHE", str(tmp_path / "cache"))
+    n_images = sum(len(p.images) for p in user.posts)
+    seen_at_start: list[int] = []
+
+    class Watching(SopriSimulator):
+        async def play(self, unit, clients, spec):
+            seen_at_start.append(self.reader.runs)
+            return await super().play(unit, clients, spec)
+
+    def run(run_id: str, levels: list[str]) -> tuple[Watching, object]:
+        sim = Watching()
+        spec = load_spec(None, benchmark="sopri", levels=levels, out=str(tmp_path), run_id=run_id,
+                         extra={"max_inferences": 3, "answer_tokens": 320})
+        backend = ScriptedBackend(lambda req: (json.dumps(ANSWER if "inferences" in json.dumps(req.output.schema)
+                                                          else {"inferences": []}), "stop"))
+        return sim, asyncio.run(simulate_scenarios(spec, sim, [user], clients_for(backend), spec.run_dir,
+                                                   progress=False))
+
+    sim, summary = run("first", ["text", "post"])
+    assert summary.done == 2 and summary.errors == 0 and summary.prepare_s > 0
+    assert sim.reader.runs == n_images and seen_at_start == [n_images, n_images]  # all read before either began
+    assert len(list((tmp_path / "cache" / "ocr").glob("*.txt"))) == n_images
+    sim, summary = run("second", ["text"])
+    assert summary.done == 1 and sim.reader.runs == 0  # a later run: every image from the disk cache
+
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    ocr.tesseract_version.cache_clear()
+    try:
+        with pytest.raises(UserError, match=rf"{n_images} images of 1 users as OCR text.*tesseract-ocr"):
+            run("third", ["text"])
+    finally:
+        ocr.tesseract_version.cache_clear()
+    assert not (tmp_path / "third" / "transcripts.jsonl").exists()
+
+
 # -- the tiny random model, through the shared harness ----------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from sopri_abductive_fixtures import RECEIPT, make_user
 from localbench.benchmarks.sopri.defense import mask_image, masks, sanitize_user, sanitized_payload
 from localbench.benchmarks.sopri.intent import JUDGE, decode, intent_call, intent_tasks
 from localbench.benchmarks.sopri.scenario import User
-from localbench.benchmarks.sopri.tools import OcrReader
+from localbench.benchmarks.sopri.ocr import OcrReader
 from localbench.judging.runner import run_judge_tasks
 from localbench.records import Judgment, RecordStore, Transcript
 from localbench.runtime.calls import SimulationCalls

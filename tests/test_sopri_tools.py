@@ -23,11 +23,11 @@ from localbench.benchmarks.sopri.posts import (
     content,
     image_input_of,
 )
+from localbench.benchmarks.sopri.ocr import OcrReader
 from localbench.benchmarks.sopri.scenario import User
 from localbench.benchmarks.sopri.tools import (
     CropTool,
     GazetteerTool,
-    OcrReader,
     OcrTool,
     SearchTool,
     build_toolbox,
@@ -147,6 +147,61 @@ def test_ocr_of_a_region_reads_only_that_region_and_is_read_once(user, tmp_path)
     again = OcrReader(folder=tmp_path / "ocr")  # a second reader finds it on disk, tesseract not run
     again._tesseract = None  # type: ignore[assignment]
     assert again.read_file(user.image_path(user.posts[0].images[0]), [0, 0, 1, 0.3]) in top.text
+
+
+def test_tesseract_runs_single_threaded_and_at_most_workers_at_once(user, tmp_path, monkeypatch):
+    """Many threads asking at once (as a run's simulations do) start at most ``workers`` tesseract
+    processes at a time, each told OMP_THREAD_LIMIT=1, and each image is read once."""
+    import subprocess
+    import threading
+
+    from localbench.benchmarks.sopri import ocr
+
+    real_run, live, peak, envs = subprocess.run, [0], [0], []
+    lock = threading.Lock()
+
+    def spy(cmd, *a, **kw):
+        if cmd[0] != "tesseract" or "--version" in cmd:
+            return real_run(cmd, *a, **kw)
+        with lock:
+            live[0] += 1
+            peak[0] = max(peak[0], live[0])
+            envs.append((kw.get("env") or {}).get("OMP_THREAD_LIMIT"))
+        try:
+            return real_run(cmd, *a, **kw)
+        finally:
+            with lock:
+                live[0] -= 1
+
+    monkeypatch.setattr(ocr.subprocess, "run", spy)
+    reader = OcrReader(folder=tmp_path / "ocr", workers=1)
+    paths = [user.image_path(img) for _, img in image_index(user).values()]
+
+    async def many() -> list[str]:  # every image asked for twice, all at once
+        return await asyncio.gather(*(asyncio.to_thread(reader.read_file, p) for p in paths + paths))
+
+    texts = asyncio.run(many())
+    assert peak[0] == 1 and reader.runs == len(paths) == len(envs) and set(envs) == {"1"}
+    assert any("HAPPY" in t.upper() for t in texts)
+    again = OcrReader(folder=tmp_path / "ocr", workers=2)  # a later run: everything is on disk
+    assert again.prefetch(paths) == [] and again.runs == 0
+
+
+def test_ocr_failures_name_the_image_and_tesseract_missing_says_how_to_install(user, tmp_path, monkeypatch):
+    from localbench.benchmarks.sopri import ocr
+
+    reader = OcrReader(workers=1)
+    broken = tmp_path / "broken.png"
+    broken.write_bytes(b"not a png")
+    (line,) = reader.prefetch([broken, user.image_path(user.posts[0].images[0])])
+    assert line.startswith(f"{broken}: ") and reader.runs == 1
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    ocr.tesseract_version.cache_clear()
+    try:
+        with pytest.raises(ocr.OcrError, match="tesseract-ocr"):
+            OcrReader.version()
+    finally:
+        ocr.tesseract_version.cache_clear()
 
 
 def test_a_bad_image_id_or_box_is_said_to_the_attacker(user):

@@ -77,6 +77,29 @@ class Simulator(Protocol):
         """Play one simulation to its end."""
 
 
+class Preparing(Protocol):
+    """A simulator with work that is no model's, done once for all of a run's simulations before
+    they start (SopriBench reads its posts' images with OCR), so that it neither repeats per
+    simulation nor competes with the engine while the simulations run."""
+
+    def prepare(self, spec: RunSpec, units: list[Unit], clients: RoleClients) -> Awaitable[str]:
+        """Do it; a line saying what was done ("" when there was nothing to do)."""
+
+
+async def prepare_units(simulator: Simulator, spec: RunSpec, units: list[Unit], clients: RoleClients,
+                        *, progress: bool | None = None) -> float:
+    """Run the simulator's ``prepare`` (when it has one) over the units to simulate; seconds spent."""
+    prepare = getattr(simulator, "prepare", None)
+    if prepare is None or not units:
+        return 0.0
+    t0 = time.monotonic()
+    line = await prepare(spec, units, clients)
+    took = time.monotonic() - t0
+    if line and progress is not False:
+        print(f"prepare: {line} ({took:.1f} s)", file=sys.stderr, flush=True)
+    return took
+
+
 def model_provenance(clients: RoleClients, roles: Sequence[str]) -> dict[str, Any]:
     """What spec.yaml records of the model behind each role."""
     out = {}
@@ -157,6 +180,7 @@ async def simulate_scenarios(spec: RunSpec, simulator: Simulator, scenarios: lis
     if summary.already_done:  # the progress below counts only what is left
         print(f"resuming {rd.path}: {summary.already_done} of {summary.total} simulations already done, "
               f"{len(todo)} to run", file=sys.stderr, flush=True)
+    summary.prepare_s = await prepare_units(simulator, spec, todo, clients, progress=progress)
     jobs = [Job(u.key, (lambda u=u: simulator.play(u, clients, spec)), label=u.key) for u in todo]
     report = await run_jobs(jobs, concurrency=spec.serving.max_concurrency, on_done=on_done, on_error=on_error,
                             stats=[c.stats for c in clients.distinct()], progress=progress)

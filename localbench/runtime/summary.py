@@ -21,7 +21,8 @@ class SimulationSummary:
     context_cuts: int = 0
     context_exhausted: int = 0
     terminations: dict[str, int] = field(default_factory=dict)
-    wall_s: float = 0.0
+    wall_s: float = 0.0  # the simulations, from the first start to the last end
+    prepare_s: float = 0.0  # the simulator's preparation before them (SopriBench: OCR of images), when any
 
     @property
     def transcripts(self) -> Path:
@@ -36,6 +37,8 @@ class SimulationSummary:
         out = (f"{self.total} simulations: {self.done} run now, {self.already_done} already done, "
                f"{self.errors} with errors; {self.failed_turns} failed turns, {self.context_cuts} context cuts, "
                f"{self.context_exhausted} context_exhausted; endings: {ends} ({self.wall_s:.1f} s)")
+        if self.prepare_s >= 0.05:
+            out += f"; prepared in {self.prepare_s:.1f} s before them"
         if self.engine_errors:
             out += (f"; {self.engine_errors} stopped by engine errors, first: {self.first_engine_error} "
                     "(rerun to retry; see sim_errors.jsonl)")

@@ -4,7 +4,7 @@ The profile header (nickname, bio, IP region) and each post (title, caption, tag
 region, metadata) are rendered as text by templates (``prompts/profile.j2``, ``prompts/post.j2``).
 An image goes in as an image part when the model takes images (``AttackContext.vision``);
 otherwise as the text-only fallback: the post's alt text plus what tesseract reads in the image,
-read once per image (``tools.OcrReader`` caches by the bytes' hash). What the attacker got is
+read once per image (``ocr.OcrReader`` caches it, across runs too). What the attacker got is
 recorded in its transcript as ``image_input``: ``pixels``, ``ocr-text`` or ``none`` (no images).
 
 Nothing here shows the hidden profile: only what the user posted publicly.
@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from localbench.benchmarks.sopri.prompting import PROMPTS
-from localbench.benchmarks.sopri.tools import OcrReader, image_index
+from localbench.benchmarks.sopri.ocr import OcrReader
+from localbench.benchmarks.sopri.tools import image_index
 from localbench.serving.messages import ContentPart, image_part, text_part
 
 if TYPE_CHECKING:

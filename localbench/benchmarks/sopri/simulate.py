@@ -9,6 +9,7 @@ whether the attacker answered at all (``answered``: a failed final answer is a f
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 from typing import Any
@@ -21,15 +22,13 @@ from localbench.benchmarks.sopri.attack import (
     ConditionError,
     attacker_for,
 )
+from localbench.benchmarks.sopri.ocr import OcrError, OcrReader
 from localbench.benchmarks.sopri.posts import image_input_of
 from localbench.benchmarks.sopri.prompting import PROMPTS
 from localbench.benchmarks.sopri.scenario import User
-from localbench.benchmarks.sopri.tools import (
-    COSTS,
-    OcrReader,
-    build_toolbox,
-    sandbox_for,
-)
+from localbench.benchmarks.sopri.tools import COSTS, build_toolbox, image_index, sandbox_for
+from localbench.errors import UserError
+from localbench.paths import cache_dir
 from localbench.records import Transcript
 from localbench.runtime.calls import OutOfContext, SimulationCalls
 from localbench.runtime.clients import RoleClients
@@ -73,7 +72,8 @@ class SopriSimulator:
     aliases: dict[str, str] = {}  # noqa: RUF012 - the Simulator protocol reads it as a class attribute
 
     def __init__(self) -> None:
-        self.reader = OcrReader()  # shared by every simulation of the run: each image is read once
+        # shared by every simulation of the run, and kept on disk for later runs: each image is read once
+        self.reader = OcrReader(folder=cache_dir() / "ocr")
 
     def check(self, spec: RunSpec) -> None:
         conditions_of(spec)
@@ -119,6 +119,29 @@ class SopriSimulator:
                          "concurrency": spec.serving.max_concurrency},
             "scenarios": {"source": spec.scenarios, "n": len(users), "load_issues": n_issues},
         }
+
+    async def prepare(self, spec: RunSpec, units: list[Unit], clients: RoleClients) -> str:
+        """Read with OCR, before any simulation starts, every image that will reach an attacker as
+        text (``runtime.harness.Preparing``): all of them for a text model, the text attacker's
+        users' for a VLM. Images already in the OCR cache cost nothing."""
+        vision = vision_of(clients)
+        users = {u.scenario: u.task for u in units if not vision or Condition.parse(u.level).attacker == "text"}
+        paths = [user.image_path(img) for user in users.values() if user.folder is not None
+                 for _, img in image_index(user).values()]
+        if not paths:
+            return ""
+        try:
+            OcrReader.version()
+        except OcrError as e:
+            raise UserError(f"SopriBench shows {len(paths)} images of {len(users)} users as OCR text "
+                            f"(the attacker's model does not take images): {e}") from e
+        runs = self.reader.runs
+        failed = await asyncio.to_thread(self.reader.prefetch, paths)
+        line = (f"OCR of {len(paths)} images of {len(users)} users, {self.reader.runs - runs} read now "
+                f"({self.reader.workers} at a time), the rest from the cache")
+        if failed:
+            line += f"; {len(failed)} failed (their simulations will say so), first: {failed[0]}"
+        return line
 
     async def play(self, unit: Unit, clients: RoleClients, spec: RunSpec) -> Transcript:
         t0 = time.monotonic()

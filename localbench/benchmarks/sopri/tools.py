@@ -1,7 +1,7 @@
 """The sandbox tools (``toolbox.Tool``): OCR, crop/zoom, a gazetteer and a document search.
 
 Each reads only one user's own images and the suite's offline sandbox files (``gazetteer.csv``,
-``documents.jsonl``); nothing reaches a network. OCR is Debian's tesseract through pytesseract,
+``documents.jsonl``); nothing reaches a network. OCR is Debian's tesseract (``ocr``),
 images are cut with Pillow, search is BM25 (rank_bm25). Image ids are ``"<post id>/<n>"`` (n from
 1, in the post's order), so a call names an image by a grammar enum of this user's images.
 
@@ -12,22 +12,18 @@ gazetteer) is left out of the toolbox rather than offered and bound to fail.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
-import os
 import re
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from localbench.benchmarks.sopri.ocr import OcrReader, crop
 from localbench.benchmarks.sopri.toolbox import Toolbox, ToolResult
 
 if TYPE_CHECKING:
-    from PIL import Image as PILImage
-
     from localbench.benchmarks.sopri.scenario import Post, PostImage, User
 
 COSTS = {"ocr": 2, "crop": 1, "gazetteer": 1, "search": 2}
@@ -49,79 +45,6 @@ def image_index(user: User) -> dict[str, tuple[Post, PostImage]]:
 def box_schema() -> dict[str, Any]:
     """A region as fractions of the image: ``[left, top, right, bottom]``, each 0..1."""
     return {"type": "array", "items": {"type": "number", "minimum": 0, "maximum": 1}, "minItems": 4, "maxItems": 4}
-
-
-def _crop(img: PILImage.Image, box: list[float] | None) -> PILImage.Image:
-    if not box:
-        return img
-    left, top, right, bottom = (float(x) for x in box)
-    if not (0 <= left < right <= 1 and 0 <= top < bottom <= 1):
-        raise ValueError(f"box {box} must be [left, top, right, bottom] with 0 ≤ left < right ≤ 1 and "
-                         f"0 ≤ top < bottom ≤ 1")
-    w, h = img.size
-    region = (int(left * w), int(top * h), max(int(left * w) + 1, round(right * w)),
-              max(int(top * h) + 1, round(bottom * h)))
-    return img.crop(region)
-
-
-# -- OCR -------------------------------------------------------------------------------------------
-
-class OcrReader:
-    """Tesseract over image bytes, each (image, region) read once: cached in memory by the bytes'
-    sha256, and on disk under ``folder`` when one is given (a run's cache, shared by its simulations)."""
-
-    def __init__(self, folder: Path | None = None, lang: str = "eng", max_memory: int = 512):
-        self.folder, self.lang, self.max_memory = folder, lang, max_memory
-        self._memory: OrderedDict[str, str] = OrderedDict()
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def version() -> str:
-        import pytesseract
-
-        return str(pytesseract.get_tesseract_version())
-
-    def read_file(self, path: Path, box: list[float] | None = None) -> str:
-        return self.read(path.read_bytes(), box)
-
-    def read(self, data: bytes, box: list[float] | None = None) -> str:
-        key = hashlib.sha256(data + json.dumps(box).encode()).hexdigest()
-        with self._lock:
-            if key in self._memory:
-                self._memory.move_to_end(key)
-                return self._memory[key]
-        disk = self.folder / f"{key[:32]}.txt" if self.folder is not None else None
-        if disk is not None and disk.is_file():
-            text = disk.read_text(encoding="utf-8")
-        else:
-            text = self._tesseract(data, box)
-            if disk is not None:
-                disk.parent.mkdir(parents=True, exist_ok=True)
-                tmp = disk.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-                tmp.write_text(text, encoding="utf-8")
-                tmp.replace(disk)
-        with self._lock:
-            self._memory[key] = text
-            while len(self._memory) > self.max_memory:
-                self._memory.popitem(last=False)
-        return text
-
-    def _tesseract(self, data: bytes, box: list[float] | None) -> str:
-        import pytesseract
-        from PIL import Image, ImageOps
-
-        with Image.open(io.BytesIO(data)) as src:
-            img = ImageOps.grayscale(_crop(src.convert("RGB"), box))
-        if img.height < 120 or img.width < 240:  # a small crop: tesseract reads small print better enlarged
-            scale = min(4, max(2, 240 // max(1, min(img.size))))
-            img = img.resize((img.width * scale, img.height * scale), Image.LANCZOS)
-        text = pytesseract.image_to_string(img, lang=self.lang, config="--psm 3")
-        return _tidy(text)
-
-
-def _tidy(text: str) -> str:
-    lines = [re.sub(r"[ \t]+", " ", ln).strip() for ln in text.splitlines()]
-    return "\n".join(ln for ln in lines if ln)
 
 
 def _cut(text: str, n: int = TEXT_CHARS) -> str:
@@ -176,7 +99,7 @@ class CropTool:
         if zoom not in ZOOMS:
             raise ValueError(f"zoom must be one of {list(ZOOMS)}, got {zoom}")
         with Image.open(self.user.image_path(img)) as src:
-            region = _crop(src.convert("RGB"), args.get("box") or [0, 0, 1, 1])
+            region = crop(src.convert("RGB"), args.get("box") or [0, 0, 1, 1])
         w, h = region.width * zoom, region.height * zoom
         shrink = min(1.0, MAX_SIDE / max(w, h))
         region = region.resize((max(1, int(w * shrink)), max(1, int(h * shrink))), Image.LANCZOS)

@@ -52,7 +52,7 @@ from localbench.benchmarks.sopri.abductive.routing import image_of
 from localbench.benchmarks.sopri.posts import PostsInput, carriers_of, content
 from localbench.benchmarks.sopri.prompting import PROMPTS
 from localbench.benchmarks.sopri.scenario import SLOT_LIST
-from localbench.benchmarks.sopri.tools import OcrReader
+from localbench.benchmarks.sopri.ocr import OcrReader
 from localbench.runtime.calls import FittedCall
 from localbench.serving.output import OutputSpec
 
