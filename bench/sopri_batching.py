@@ -5,8 +5,11 @@ Target (issue #20): efficiency (run ÷ raw engine on the same recorded requests)
 path (a text model: images reach it as OCR text + alt text) and for the image path (a VLM sees the
 pixels):
 
-    .venv/bin/python bench/sopri_batching.py --n 10 --levels text,post,single         # text path, SmolLM2
-    .venv/bin/python bench/sopri_batching.py --n 10 --levels post --model tiny-random-vlm   # image path
+    .venv/bin/python bench/sopri_batching.py --n 12 --levels text,post --max-rounds 3      # text path, SmolLM2
+    .venv/bin/python bench/sopri_batching.py --n 8 --levels post --model tiny-random-vlm --max-rounds 2  # image path
+
+``--skip-sequential`` leaves out arm (a) (the slow one) when only the efficiency is wanted. The
+images' OCR (the simulator's preparation) runs once before the arms and is in no arm's time.
 """
 
 from __future__ import annotations
