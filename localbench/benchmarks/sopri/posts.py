@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Literal
 
 from localbench.benchmarks.sopri.prompting import PROMPTS
 from localbench.benchmarks.sopri.ocr import OcrReader
-from localbench.benchmarks.sopri.tools import image_index
+from localbench.benchmarks.sopri.tools import image_files, image_index
 from localbench.serving.messages import ContentPart, image_part, text_part
 
 if TYPE_CHECKING:
@@ -56,11 +56,10 @@ class PostsInput:
     async def prepare(cls, user: User, vision: bool, reader: OcrReader) -> PostsInput:
         """Read every image once (in worker threads) when the model cannot see them."""
         ocr: dict[str, str] = {}
-        if not vision and user.folder is not None:
-            index = image_index(user)
-            texts = await asyncio.gather(*(asyncio.to_thread(reader.read_file, user.image_path(img))
-                                           for _, img in index.values()))
-            ocr = dict(zip(index, texts))
+        files = image_files(user) if not vision else {}
+        if files:
+            texts = await asyncio.gather(*(asyncio.to_thread(reader.read_file, f) for f in files.values()))
+            ocr = dict(zip(files, texts))
         return cls(user, vision, ocr)
 
     @property

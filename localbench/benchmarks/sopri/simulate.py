@@ -26,7 +26,7 @@ from localbench.benchmarks.sopri.ocr import OcrError, OcrReader
 from localbench.benchmarks.sopri.posts import image_input_of
 from localbench.benchmarks.sopri.prompting import PROMPTS
 from localbench.benchmarks.sopri.scenario import User
-from localbench.benchmarks.sopri.tools import COSTS, build_toolbox, image_index, sandbox_for
+from localbench.benchmarks.sopri.tools import COSTS, build_toolbox, image_files, sandbox_for
 from localbench.errors import UserError
 from localbench.paths import cache_dir
 from localbench.records import Transcript
@@ -126,8 +126,7 @@ class SopriSimulator:
         users' for a VLM. Images already in the OCR cache cost nothing."""
         vision = vision_of(clients)
         users = {u.scenario: u.task for u in units if not vision or Condition.parse(u.level).attacker == "text"}
-        paths = [user.image_path(img) for user in users.values() if user.folder is not None
-                 for _, img in image_index(user).values()]
+        paths = [f for user in users.values() for f in image_files(user).values()]
         if not paths:
             return ""
         try:

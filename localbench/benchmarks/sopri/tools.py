@@ -42,6 +42,14 @@ def image_index(user: User) -> dict[str, tuple[Post, PostImage]]:
     return {f"{p.id}/{n}": (p, img) for p in user.posts for n, img in enumerate(p.images, 1)}
 
 
+def image_files(user: User) -> dict[str, Path]:
+    """Every image file of the user by id, in post order; {} for a user without a folder (no files
+    to read): what the text fallback reads with OCR."""
+    if user.folder is None:
+        return {}
+    return {iid: user.image_path(img) for iid, (_, img) in image_index(user).items()}
+
+
 def box_schema() -> dict[str, Any]:
     """A region as fractions of the image: ``[left, top, right, bottom]``, each 0..1."""
     return {"type": "array", "items": {"type": "number", "minimum": 0, "maximum": 1}, "minItems": 4, "maxItems": 4}
