@@ -18,7 +18,7 @@ from localbench.report.figures import FigureResult, bars_by_level, metric_matrix
 from localbench.report.tables import (Cell, CellFormat, Row, Table, agents, ci_note, headline_table, label_headers,
                                       labels, metric_column, safe_name)
 
-LEAD = ("ELR", *CHANNEL_METRICS, "H1", "H1|leak", "WLS", "TSR")
+LEAD = ("ELR", "ELR:all", *CHANNEL_METRICS, "H1", "H1:internal", "H1|leak", "WLS", "TSR")
 
 
 def lead_table(run: RunData, fmt: CellFormat = "pm") -> Table:
