@@ -21,6 +21,7 @@ from localbench.benchmarks.agentleak.attacks import MEMORY_KEY
 from localbench.benchmarks.agentleak.defenses import Setting
 from localbench.benchmarks.agentleak.design import DESIGN
 from localbench.benchmarks.agentleak.loaders import load_scenarios
+from localbench.benchmarks.agentleak.sandbox import tool_fields
 from localbench.benchmarks.agentleak.scenario import CHANNELS, Scenario
 from localbench.benchmarks.agentleak.scoring import scenario_scores, trace_metrics
 from localbench.benchmarks.agentleak.system import AgentSystem, Settings
@@ -50,7 +51,9 @@ class Script:
         n = self.step[agent] = self.step.get(agent, -1) + 1
         plan = []
         if me.tools:
-            plan.append({"action": "call_tool", "tool": me.tools[0], "query": system.scenario.records[0].subject})
+            fields = tool_fields(system.scenario, system.sandbox.tools[me.tools[0]])
+            plan.append({"action": "call_tool", "tool": me.tools[0], "query": system.scenario.records[0].subject,
+                         **({"fields": list(fields)} if fields else {})})
         plan.append({"action": "recall", "key": MEMORY_KEY})
         if agent == system.entry.id:
             peers = system.peers(me)
