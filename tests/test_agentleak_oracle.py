@@ -71,3 +71,11 @@ def test_oracle_leaks_ck_leaks_on_channel_k_and_nowhere_else(k):
             assert got == {k}, (s.id, level, got)
             n += 1
         assert n >= len(cases) // 2, (k, level, n)
+
+
+@pytest.mark.parametrize("defense", ["sanitizer", "interceptor", "roles", "prompt", "sanitizer+interceptor"])
+def test_no_defense_removes_a_value_the_task_needs(defense):
+    """Every suite scenario, the oracle under each defense: still no leak and TSR 1 (the sanitizer used
+    to redact phone numbers and e-mail addresses the user had asked for)."""
+    assert _clean(SUITE, f"multi+{defense}") == []
+    assert _clean([s for s in SUITE if s.topology != "single"], f"single+{defense}") == []

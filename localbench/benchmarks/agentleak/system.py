@@ -184,11 +184,11 @@ class AgentSystem:
             self.add(kind="tool_result", sender=tool, channel="C4", content=result, recipients=[agent.id],
                      seen_by=me, injected=injected)
         elif kind == "message":
-            text, dropped = self.setting.intercept(action["text"])
+            text, dropped = self.setting.intercept(action["text"], self.allowed_values("C2"))
             self.add(kind="message", sender=agent.id, channel="C2", content=text, recipients=[action["to"]],
                      seen_by=me | {action["to"]}, role="agent", redacted=dropped, original=action["text"] if dropped else None)
         elif kind == "remember":
-            value, dropped = self.setting.intercept(action["value"])
+            value, dropped = self.setting.intercept(action["value"], self.allowed_values("C5"))
             self.sandbox.remember(action["key"], value)
             self.add(kind="memory_write", sender=agent.id, channel="C5", content=f"{action['key']}: {value}",
                      recipients=["memory"], seen_by=me, role="agent", redacted=dropped)
@@ -200,12 +200,16 @@ class AgentSystem:
             self.add(kind="artifact", sender=agent.id, channel="C7", content=f"{action['name']}: {action['content']}",
                      recipients=["files"], seen_by=me, role="agent")
         elif kind == "final_answer":
-            text, dropped = self.setting.sanitize(action["text"])
+            text, dropped = self.setting.sanitize(action["text"], self.allowed_values("C1"))
             self.final = text
             self.add(kind="final", sender=agent.id, channel="C1", content=text, recipients=[USER], seen_by=me,
                      role="agent", redacted=dropped, original=action["text"] if dropped else None)
         else:  # wait
             self.add(kind="wait", sender=agent.id, channel="none", content="", seen_by=me, role="agent")
+
+    def allowed_values(self, channel: str) -> list[str]:
+        """The values the scenario allows on ``channel``: a defense never removes them."""
+        return [self.scenario.field(f).value for f in sorted(self.scenario.allowed_on(channel))]
 
     # -- the whole simulation ------------------------------------------------------------------
     async def run(self) -> Transcript:
