@@ -53,6 +53,11 @@ def test_every_family_reaches_the_oracle_in_every_attacked_scenario():
     assert {s.attack.family for s in attacked} == {"F1", "F2", "F3", "F4", "F5", "F6"}
     for s, t in zip(attacked, _play(attacked, "multi")):
         assert t.payload["attack"]["injected"], (s.id, s.attack.family, t.payload["attack"])
+        assert trace_metrics(t, s, [], tier3=False)[0]["delivered"] == 1.0
+        # doing the task reaches the surface within the embedded default's 4 rounds (F4: the peer the task
+        # needs), plus one for a coordinator that reads the shared memory (F3) before it delegates
+        extra = int(s.attack.family == "F3" and s.topology != "single")
+        assert t.termination == "final_answer" and t.rounds <= 4 + extra, (s.id, t.rounds)
     # alone, F4 has no peer to ride on: not delivered, and not scored
     f4 = [s for s in attacked if s.attack.family == "F4"]
     assert not any(t.payload["attack"]["injected"] for t in _play(f4, "single"))
