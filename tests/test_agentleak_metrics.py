@@ -109,3 +109,17 @@ def test_every_field_of_the_suite_and_the_release_has_a_declared_weight_with_a_r
     for _, w in list(BY_NAME) + list(BY_KIND.items()):
         assert 0 < w.value <= 1 and w.reason and w.source in ("paper", "declared")
     assert {weight_of(f).value for s in SUITE.values() for f in s.vault} <= {1.0, 0.95, 0.9, 0.8, 0.7, 0.5, 0.3}
+
+
+@pytest.mark.parametrize("channels", [(), ("C1",), ("C2",), ("C5",), ("C1", "C2"), ("C2", "C5"), ("C1", "C5"),
+                                      ("C1", "C2", "C5"), ("C3",)])
+def test_table_viii_increments_add_up_to_elr(channels):
+    s = _scenario(vertical="legal", level="A0")
+    ssn = _forbidden(s, "ssn")
+    texts = {"C1": "done"}
+    for c in channels:
+        texts[c] = f"value {ssn.value}"
+    m = _metrics(s, texts)
+    assert m["C2-only"] == float("C2" in channels and "C1" not in channels)
+    assert m["C5-only"] == float("C5" in channels and not {"C1", "C2"} & set(channels))
+    assert m["CLR:C1"] + m["C2-only"] + m["C5-only"] == m["ELR"]
