@@ -2,21 +2,24 @@
 
 - Lead table: per model and setting, the exposure leak rate, each channel's leak rate, the audit gap,
   the weighted score and task success, over every vertical (Wilson intervals over traces).
-- The headline table per setting (ELR per vertical); attack success by family; the paired tests
-  (McNemar: each setting against the first, and C1 against C2 on the same traces).
+- The headline table per setting (ELR per vertical); the paper's Table VIII (C1 alone, the C2 and C5
+  increments, ELR, all channels) and Table IX (H1 by vertical) structures; attack delivery and
+  success by family; McNemar's test pooled over verticals (each setting against the first on ELR
+  and on C1 alone, and C1 against C2 on the same traces), the footnote naming the variant run.
 - Figures: channel leak rates by setting (where each defense acts), and a model × channel matrix.
 """
 
 from __future__ import annotations
 
 from localbench.benchmarks.agentleak.design import CHANNEL_METRICS
-from localbench.benchmarks.agentleak.scenario import CHANNELS, FAMILIES
+from localbench.benchmarks.agentleak.scenario import CHANNELS, FAMILIES, VERTICALS
 from localbench.design import ALL, ReportPlan
 from localbench.report.aggregate import Estimate
 from localbench.report.data import RunData
 from localbench.report.figures import FigureResult, bars_by_level, metric_matrix
-from localbench.report.tables import (Cell, CellFormat, Row, Table, agents, ci_note, headline_table, label_headers,
-                                      labels, metric_column, safe_name)
+from localbench.report.tables import (Cell, CellFormat, Column, Row, Table, agents, ci_note, headline_table,
+                                      label_headers, labels, metric_column, safe_name)
+from localbench.stats import mcnemar_test
 
 LEAD = ("ELR", "ELR:all", *CHANNEL_METRICS, "H1", "H1:internal", "H1|leak", "WLS", "TSR")
 
@@ -77,6 +80,87 @@ def attack_table(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
     return [t]
 
 
+def table_viii(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
+    """The paper's Table VIII structure from the run's own traces: per setting, C1 alone (the fair
+    single vs multi comparison), the increments C2 and C5 add to it, their union (ELR) and every
+    channel (ELR:all)."""
+    metrics = [("CLR:C1", "C1 only"), ("C2-only", "+C2 (C2 ∧ ¬C1)"), ("C5-only", "+C5 (C5 ∧ ¬C1 ∧ ¬C2)"),
+               ("ELR", "ELR (C1 ∨ C2 ∨ C5)"), ("ELR:all", "ELR:all (C1–C7)")]
+    cols = [metric_column(run, m, h) for m, h in metrics]
+    t = Table(name="table_viii", title="Table VIII structure: output-only vs system-level leakage, per setting",
+              label_headers=label_headers(run, run.design.condition.label), columns=cols, fmt=fmt)
+    for model, judge in agents(run):
+        for level in run.levels():
+            t.rows.append(Row(labels(model, judge) + [level],
+                              [Estimate.from_row(run.row(m, model, level, ALL, judge)) for m, _ in metrics]))
+    t.notes.append(ci_note(run, fmt, [m for m, _ in metrics]))
+    t.notes.append("C1 only + C2 + C5 = ELR per trace (the increments are disjoint). Compare settings on C1 only for "
+                   "the paper's fair single vs multi comparison (a single agent has no C2).")
+    return [t]
+
+
+def table_ix(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
+    """The paper's Table IX structure: H1 = ¬C1 ∧ (C2 ∨ C5) by vertical, per setting."""
+    verticals = [v for v in VERTICALS if any(r.category == v for r in run.scores.rows)]
+    cols = [metric_column(run, "H1", v) for v in verticals] + [metric_column(run, "H1", "all verticals")]
+    t = Table(name="table_ix", title="Table IX structure: the audit gap H1 by vertical",
+              label_headers=label_headers(run, run.design.condition.label), columns=cols, fmt=fmt)
+    for model, judge in agents(run):
+        for level in run.levels():
+            t.rows.append(Row(labels(model, judge) + [level],
+                              [Estimate.from_row(run.row("H1", model, level, v, judge)) for v in [*verticals, ALL]]))
+    t.notes.append(ci_note(run, fmt, ["H1"]))
+    t.notes.append("H1: share of traces whose final output (C1) is clean while an inter-agent message (C2) or a memory "
+                   "write (C5) leaked.")
+    return [t]
+
+
+def paired_tests(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
+    """McNemar's test on traces paired by scenario and seed: each setting against the first, pooled over
+    the verticals, on ELR and on C1 alone (Table VIII's fair comparison); and C1 against C2 on the same
+    traces. The footnote names the test each p-value comes from."""
+    recs = run.scenarios or []
+    levels = run.levels()
+    if not recs or not levels:
+        return []
+    t = Table(name="mcnemar", title="Paired tests (McNemar), pooled over verticals",
+              label_headers=["Model", "Comparison", "Metric"],
+              columns=[Column("a"), Column("b"), Column("pairs"), Column("discordant (b, c)"), Column("p"),
+                       Column("test")], fmt=fmt)
+    used = set()
+
+    def add(model: str, what: str, metric: str, sa: dict, sb: dict) -> None:
+        keys = sorted(set(sa) & set(sb))
+        if not keys:
+            return
+        b = sum(1 for k in keys if sa[k] == 1.0 and sb[k] == 0.0)
+        c = sum(1 for k in keys if sa[k] == 0.0 and sb[k] == 1.0)
+        res = mcnemar_test(b, c)
+        test = "exact binomial" if res.exact else "chi-square, continuity-corrected"
+        used.add(test)
+        t.rows.append(Row([model, what, metric], [f"{sum(sa[k] for k in keys) / len(keys):.2f}",
+                                                  f"{sum(sb[k] for k in keys) / len(keys):.2f}", str(len(keys)),
+                                                  f"{b}, {c}", f"{res.p_value:.3g}", f"McNemar ({test})"]))
+
+    def series(model: str, level: str, metric: str) -> dict[str, float]:
+        return {f"{r.scenario}|{r.seed_index}": float(r.metrics[metric]) for r in recs
+                if r.model == model and r.level == level and r.metrics.get(metric) is not None}
+
+    for model in sorted({r.model for r in recs}):
+        for lv in levels[1:]:
+            for metric in ("ELR", "CLR:C1"):
+                add(model, f"{levels[0]} → {lv}", metric, series(model, levels[0], metric), series(model, lv, metric))
+        for lv in levels:
+            add(model, f"C1 → C2 at {lv}", "CLR", series(model, lv, "CLR:C1"), series(model, lv, "CLR:C2"))
+    if not t.rows:
+        return []
+    t.notes.append("McNemar's test on the discordant pairs of 0/1 outcomes paired by scenario and seed (b: a leaked "
+                   "and b did not; c: the reverse); " + "; ".join(sorted(used)) + " (the exact binomial test "
+                   "below 25 discordant pairs, statsmodels). a, b: the shares of the paired traces that leaked. "
+                   "CLR:C1 alone is the paper's fair single vs multi comparison (Table VIII).")
+    return [t]
+
+
 def channel_bars(run: RunData) -> FigureResult:
     fig = bars_by_level(run, "channel_rates", "Leak rate by channel and setting", list(CHANNEL_METRICS),
                         [m.replace("CLR:", "") for m in CHANNEL_METRICS])
@@ -95,5 +179,5 @@ def model_matrix(run: RunData) -> FigureResult:
 
 
 def report_plan() -> ReportPlan:
-    return ReportPlan(tables=(setting_tables, attack_table), figures=(channel_bars, model_matrix), lead=lead_table,
+    return ReportPlan(tables=(setting_tables, table_viii, table_ix, attack_table, paired_tests), figures=(channel_bars, model_matrix), lead=lead_table,
                       lead_figure="channel_rates")

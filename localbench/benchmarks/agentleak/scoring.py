@@ -181,7 +181,8 @@ def trace_metrics(t: Transcript, s: Scenario, judgments: list[Judgment],
 
 
 def scenario_scores(transcripts: list[Transcript], judgments: list[Judgment], scenarios: dict[str, Scenario],
-                    judge_model: str) -> list[ScenarioScore]:
+                    judge_model: str, tier3: bool = True) -> list[ScenarioScore]:
+    """Each trace's metrics; ``tier3=False`` scores with tiers 1 and 2 alone (no judge)."""
     by_sim = by_simulation(judgments)
     out = []
     for t in sorted(transcripts, key=lambda r: r.key):
@@ -192,7 +193,7 @@ def scenario_scores(transcripts: list[Transcript], judgments: list[Judgment], sc
                                                                   *(f"CLR:{c}" for c in CHANNELS))}
             failed, detail, why, finishes = list(metrics), {}, "simulation error", False
         else:
-            metrics, failed, detail = trace_metrics(t, s, judged)
+            metrics, failed, detail = trace_metrics(t, s, judged, tier3)
             why, finishes = None, False
             if detail["unjudged_channels"]:
                 why, finishes = "not judged yet" if not judged else "judging incomplete", True
