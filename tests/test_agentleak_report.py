@@ -64,3 +64,28 @@ def test_attack_delivery_is_shown_beside_asr(run):
     [t] = R.attack_table(run)
     headers = [c.header for c in t.columns]
     assert any(h.endswith("delivered") for h in headers) and any(h.endswith("ASR") for h in headers)
+
+
+def test_judge_warnings_name_failed_ungrounded_and_degenerate_judges():
+    from localbench.benchmarks.agentleak.judge_warnings import judge_warnings
+    from localbench.benchmarks.agentleak.judges import UNGROUNDED
+    from localbench.records import Judgment
+
+    def j(i: int, model: str, levels: dict | None, failure: str | None = None) -> Judgment:
+        return Judgment(key=f"s{i}|multi|0|leak|C2", sim_key=f"s{i}|multi|0", judge="leak", target="C2",
+                        judge_model=model, label=None if failure else {"levels": levels}, failure=failure)
+
+    js = ([j(i, "lazy", {"a": "none", "b": "none"}) for i in range(6)]
+          + [j(i, "eager", {"a": "full"}) for i in range(6)]
+          + [j(i, "liar", {"a": "none", "b": "partial"}) for i in range(6)]
+          + [j(i, "liar", None, f"{UNGROUNDED}: field_1: ...") for i in range(6, 9)]
+          + [j(9, "liar", None, "invalid output")])
+    got = {(w.judge_model, w.what.split(" ")[0], w.count) for w in judge_warnings(js)}
+    assert ("lazy", "every", 6) in got and ("eager", "every", 6) in got
+    assert ("liar", "ungrounded", 3) in got and ("liar", "failed", 1) in got
+    assert not any(m == "liar" and w == "every" for m, w, _ in got)
+
+
+def test_the_report_says_when_tier_3_was_off(run):
+    [t] = R.judge_warning_table(run)
+    assert [r.cells[0] for r in t.rows] == ["tier 3 not judged"] and "No tier-3 judge call" in " ".join(t.notes)

@@ -161,6 +161,30 @@ def paired_tests(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
     return [t]
 
 
+def judge_warning_table(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
+    """The tier-3 judge's warnings (``judge_warnings.py``), read from the run's judgments; the report
+    says when tier 3 was off or has not run."""
+    from localbench.benchmarks.agentleak.judge_warnings import judge_warnings
+    from localbench.rundir import RunDir
+
+    path = run.path / "judgments.jsonl"
+    judgments = list(RunDir(run.path).judgments().read()) if path.is_file() else []
+    warns = judge_warnings(judgments)
+    t = Table(name="judge_warnings_agentleak", title="Judge warnings (tier-3 leak judge)",
+              label_headers=["Judge model"], columns=[Column("warning"), Column("calls"), Column("of")], fmt=fmt)
+    for w in warns:
+        t.rows.append(Row([w.judge_model], [w.what, str(w.count), str(w.total)]))
+    if not any(j.judge_model != "rule" for j in judgments):
+        t.rows.append(Row(["none"], ["tier 3 not judged", "0", str(len(judgments))]))
+        t.notes.append("No tier-3 judge call in this run: leaks are the rule tiers' (1 canaries, 2 identifiers and "
+                       "value matches) alone; natural-language paraphrases and inferences are not judged.")
+    elif not warns:
+        return []
+    else:
+        t.notes.append("ELR, CLR, H1, ASR and WLS include this judge's labels (tier 3): read them with these warnings.")
+    return [t]
+
+
 def channel_bars(run: RunData) -> FigureResult:
     fig = bars_by_level(run, "channel_rates", "Leak rate by channel and setting", list(CHANNEL_METRICS),
                         [m.replace("CLR:", "") for m in CHANNEL_METRICS])
@@ -179,5 +203,5 @@ def model_matrix(run: RunData) -> FigureResult:
 
 
 def report_plan() -> ReportPlan:
-    return ReportPlan(tables=(setting_tables, table_viii, table_ix, attack_table, paired_tests), figures=(channel_bars, model_matrix), lead=lead_table,
+    return ReportPlan(tables=(judge_warning_table, setting_tables, table_viii, table_ix, attack_table, paired_tests), figures=(channel_bars, model_matrix), lead=lead_table,
                       lead_figure="channel_rates")
