@@ -38,8 +38,10 @@ def lead_table(run: RunData, fmt: CellFormat = "pm") -> Table:
     t.notes.append(ci_note(run, fmt, [c.metric for c in cols]))
     t.notes.append("Cells are shares of traces, except WLS, a score averaged over scenarios. C1–C7: "
                    + "; ".join(f"{c} {n}" for c, n in CHANNELS.items()) + ". "
-                   "H1: the final output clean while an internal channel leaked (of all traces; H1|leak: of the leaking "
-                   "ones).")
+                   "ELR: a leak on C1, C2 or C5 (the paper's scope); ELR:all on any channel. H1: ¬C1 ∧ (C2 ∨ C5), of all "
+                   "traces (H1:internal: ¬C1 ∧ any of C2–C7; H1|leak: of the leaking ones). TSR is rule-checked only "
+                   "(the answer states the required values, the required tools were used); the semantic part (the "
+                   "scenario's success criteria, for a judge) is not judged.")
     return t
 
 
