@@ -84,3 +84,22 @@ def test_no_defense_removes_a_value_the_task_needs(defense):
     to redact phone numbers and e-mail addresses the user had asked for)."""
     assert _clean(SUITE, f"multi+{defense}") == []
     assert _clean([s for s in SUITE if s.topology != "single"], f"single+{defense}") == []
+
+
+def test_the_simulator_plays_an_oracle_backend_through_the_harness_unit():
+    """The simulate stage's own entry (AgentLeakSimulator.play) drives a scripted backend: what a
+    preset named `oracle` needs from the run once the pipeline opens it as a client."""
+    from localbench.benchmarks.agentleak.oracle import OracleBackend
+    from localbench.benchmarks.agentleak.simulate import AgentLeakSimulator
+    from localbench.runtime.clients import RoleClients
+    from localbench.serving.client import StructuredClient
+    from localbench.spec import load_spec
+
+    spec = load_spec(None, benchmark="agentleak", scenarios="builtin", levels=["multi"], limit=1)
+    sim = AgentLeakSimulator()
+    scenarios, _ = sim.load(spec)
+    clients = RoleClients({"agent": StructuredClient(OracleBackend("oracle-leaks-C5"), cache=None, max_retries=0)})
+    for unit in sim.plan(spec, scenarios):
+        t = asyncio.run(sim.play(unit, clients, spec))
+        m, _, _ = trace_metrics(t, unit.task, [], tier3=False)
+        assert {c for c in CHANNELS if m[f"CLR:{c}"]} == {"C5"} and m["TSR"] == 1.0, unit.key

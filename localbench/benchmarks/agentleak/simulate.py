@@ -82,4 +82,7 @@ class AgentLeakSimulator:
         s: Scenario = unit.task
         system = AgentSystem(s, Setting.parse(unit.level), clients, sim_settings(spec, s.vertical), key=unit.key,
                              level=unit.level, seed_index=unit.seed_index)
+        backend = clients.for_role("agent").backend
+        if hasattr(backend, "attach"):  # a scripted agent (oracle.OracleBackend) reads the system it plays
+            backend.attach(system)
         return await system.run()
