@@ -1,0 +1,56 @@
+"""`localbench import agentleak-traces PATH`: a peer's published traces as an ordinary run directory,
+which `localbench score`, `report` and `view` then read like any other (nothing is re-simulated)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    imp = typer.Typer(help="Import published traces as a run directory (nothing is re-simulated).",
+                      no_args_is_help=True)
+    app.add_typer(imp, name="import")
+
+    @imp.command("agentleak-traces")
+    def agentleak_traces(
+        path: Path = typer.Argument(..., help="a .jsonl.gz, a .jsonl, or a folder of the AgentLeak harness's trace_*.json"),
+        out: Path = typer.Option(Path("runs"), "--out", help="where the run directory goes"),
+        run_id: str = typer.Option(None, "--run-id", help="the run directory's name (default: from the source's hash)"),
+        sample: int = typer.Option(None, "--sample", min=1,
+                                   help="import N traces, stratified by model and vertical (for a Tier-3 judge)"),
+        seed: int = typer.Option(0, "--seed", help="the sample's seed"),
+        score: bool = typer.Option(True, "--score/--no-score", help="score and report the run after importing"),
+        study: Path = typer.Option(None, "--study", help="also write the published-traces study (README.md and "
+                                   "figures) into this folder; an existing run of the same --run-id is rescored"),
+    ) -> None:
+        """Write RUN/spec.yaml and RUN/transcripts.jsonl (one transcript per trace); prints the run directory."""
+        from localbench.benchmarks.agentleak.published.importer import import_traces
+        from localbench.pipeline import log, report_stage, score_stage, spec_of
+
+        t0 = time.monotonic()
+        existing = out / run_id if run_id and study is not None else None
+        if existing is not None and (existing / "transcripts.jsonl").exists():
+            run_dir = existing
+            log(f"{run_dir}: already imported; rescoring it")
+        else:
+            summary = import_traces(path, out, run_id, sample, seed)
+            log(f"{summary.line()} ({time.monotonic() - t0:.1f} s)")
+            for p in summary.problems[:5]:
+                log(f"not imported: {p}")
+            run_dir = summary.run_dir
+        t_import = time.monotonic() - t0
+        if score or study is not None:
+            score_stage(spec_of(run_dir))
+            t_score = time.monotonic() - t0 - t_import
+            report_stage(spec_of(run_dir))
+            from localbench.viewer.build import refresh_run_viewer
+
+            log(refresh_run_viewer(run_dir))
+            if study is not None:
+                from localbench.benchmarks.agentleak.published.study import write_readme
+
+                log(f"study: {write_readme(run_dir, study, t_import, t_score)}")
+        typer.echo(str(run_dir))
