@@ -106,6 +106,7 @@ def test_column_b_equals_a_recomputation_from_the_raw_flags(imported, raw_slice)
 
     flags = {"C1": lambda r: r["c1_leaked"], "C2": lambda r: r["c2_leaked"], "C5": lambda r: r["c5_leaked"],
              "single": lambda r: r["single_leaked"], "multi": lambda r: r["multi_leaked"],
+             "any": lambda r: r["single_leaked"] or r["multi_leaked"],
              "H1": lambda r: not r["c1_leaked"] and (r["c2_leaked"] or r["c5_leaked"])}
     checked = 0
     for pv in paper_values():

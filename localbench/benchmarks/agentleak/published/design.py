@@ -13,6 +13,7 @@ QUANTITY_TEXT = {"single": "single-agent reply leaked (C1 of the single-agent ru
                  "C1": "final output (C1) of the multi-agent run leaked",
                  "C2": "an inter-agent message (C2) leaked", "C5": "the memory write (C5) leaked",
                  "multi": "any of C1, C2, C5 of the multi-agent run leaked",
+                 "any": "the single-agent reply or the multi-agent run leaked",
                  "H1": "audit gap: C1 clean while C2 or C5 leaked (share of all traces)"}
 DEFINITION_TEXT = {"b": "upstream flags", "c": "localbench, stated definition", "d": "localbench, upstream's scope"}
 

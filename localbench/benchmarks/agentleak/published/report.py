@@ -32,7 +32,10 @@ def sim_links(records: list[ScenarioScore], viewer: str = VIEWER) -> dict[str, s
 
 def lead_table(run: RunData, fmt: CellFormat = "pm") -> Table:
     records = run.scenarios or []
-    t = Table(name="four_columns", title="The paper's numbers (a), recomputed from the upstream flags (b), and "
+    imp = run.spec_doc.get("imported") or {}
+    where = (f"Imported run ({imp.get('imported')} traces from {imp.get('source')}; nothing re-simulated). "
+             if imp else "")
+    t = Table(name="four_columns", title=where + "The paper's numbers (a), recomputed from the upstream flags (b), and "
               "localbench's Tier 1-2 under the stated definition (c) and upstream's scope (d); % of traces [Wilson 95%]",
               label_headers=["number", "published in", "n"],
               columns=[Column("(a) paper"), Column("(b) upstream flags"), Column("(b) = (a)?"),

@@ -11,7 +11,8 @@ import subprocess
 from pathlib import Path
 
 from localbench.benchmarks.agentleak.published.report import agreement_table, causes_table, imported_line, lead_table
-from localbench.benchmarks.agentleak.published.tables import four_columns, pct
+from localbench.benchmarks.agentleak.published.causes import by_reason, group_causes
+from localbench.benchmarks.agentleak.published.tables import agreement, four_columns, pct
 from localbench.report.data import load_run
 
 COMMAND = ("localbench import agentleak-traces ../shared/datasets/agentleak/published_traces/traces.jsonl.gz "
@@ -66,11 +67,39 @@ def figures(run, out: Path) -> list[str]:
 def headline(run) -> list[str]:
     comp = {c.paper.id: c for c in four_columns(run.scenarios or [])}
     lines = []
-    for key in ("channel C1", "channel C2", "channel C5", "single", "multi", "H1"):
+    for key in ("channel C1", "channel C2", "channel C5", "single", "multi", "H1", "ASR F4"):
         c = comp.get(key)
         if c is None or not c.n:
             continue
         lines.append(f"| {key} | {c.paper.value:g} | {pct(c.cols['b'])} | {pct(c.cols['c'])} | {pct(c.cols['d'])} |")
+    return lines
+
+
+def changes(run) -> list[str]:
+    """The measured differences between (b) and (c), in sentences built from the run's numbers."""
+    recs = run.scenarios or []
+    agree = agreement(recs)
+    up = sum(a.upstream_only for a in agree)
+    lb = sum(a.localbench_only for a in agree)
+    n = sum(a.n for a in agree)
+    reasons = by_reason(group_causes(recs))
+    total = sum(reasons.values()) or 1
+    lines = [f"- Message by message ({n} channel messages), upstream flags {up} that localbench's (c) does not and "
+             f"(c) flags {lb} that upstream does not; Cohen's κ per message kind runs from "
+             f"{min(a.kappa.estimate for a in agree):.3f} to {max(a.kappa.estimate for a in agree):.3f}."]
+    lines.append("- Field by field, the disagreements by cause: " + "; ".join(
+        f"{d}, {r}: {k} ({100 * k / total:.1f}%)" for (d, r), k in sorted(reasons.items(), key=lambda x: -x[1])) + ".")
+    comp = [c for c in four_columns(recs) if c.n]
+    moved = [c for c in comp if c.mcnemar.p_value < 0.05]
+    lines.append(f"- Of the {len(comp)} published numbers, {len(moved)} differ between (b) and (c) at p < 0.05 "
+                 f"(McNemar on the same traces, not corrected for multiplicity); the largest change is "
+                 + max((f"{c.paper.id}: {pct(c.cols['b'])} → {pct(c.cols['c'])}" for c in comp),
+                       key=lambda t: 0) + "." if comp else "")
+    big = max(comp, key=lambda c: abs(c.cols["c"].estimate - c.cols["b"].estimate), default=None)
+    if big is not None:
+        lines[-1] = (f"- Of the {len(comp)} published numbers, {len(moved)} differ between (b) and (c) at p < 0.05 "
+                     f"(McNemar on the same traces, not corrected for multiplicity); the largest change is "
+                     f"{big.paper.id}: {pct(big.cols['b'])} under (b), {pct(big.cols['c'])} under (c).")
     return lines
 
 
@@ -119,6 +148,8 @@ def write_readme(run_dir: Path, out: Path, t_import: float, t_score: float) -> P
         "the request contains).",
         "",
         "## What changes under a stated definition, and why",
+        "",
+        *changes(run),
         "",
         "The agreement table compares, message by message, upstream's flag with localbench's (c); the cause table "
         "groups every field on which they differ. A disagreement is either upstream's substring test matching inside "
