@@ -122,6 +122,21 @@ def test_column_b_equals_a_recomputation_from_the_raw_flags(imported, raw_slice)
     assert checked >= 30  # pooled, every vertical, every family and every model of the slice
 
 
+def test_agreement_counts_upstream_flags_per_message_kind(imported, raw_slice):
+    from localbench.benchmarks.agentleak.published.tables import agreement
+
+    _, raw = raw_slice
+    rows = {a.kind: a for a in agreement(_records(imported), n_resamples=50)}
+    kinds = {"C1 single-agent reply": 0, "C2 coordinator → worker": 1, "C2 worker → coordinator": 2,
+             "C5 memory write": 3, "C1 multi-agent final output": 4}  # the harness's fixed message order
+    for kind, i in kinds.items():
+        a = rows[kind]
+        assert a.n == N_SLICE
+        assert a.both + a.upstream_only == sum(t["channel_messages"][i]["has_leak"] for t in raw), kind
+        assert a.both + a.upstream_only + a.localbench_only + a.neither == N_SLICE
+        assert -1 <= a.kappa.estimate <= 1
+
+
 def test_score_reruns_on_the_imported_run(imported):
     before = (imported / "scenario_scores.jsonl").read_text()
     r = _cli("score", str(imported), cwd=imported.parent)
