@@ -43,8 +43,15 @@ def register(app: typer.Typer) -> None:
             run_dir = summary.run_dir
         t_import = time.monotonic() - t0
         if score or study is not None:
+            import resource
+
+            def cpu() -> float:
+                return sum(getattr(resource.getrusage(w), f) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+                           for f in ("ru_utime", "ru_stime"))
+
+            c0 = cpu()
             score_stage(spec_of(run_dir))
-            t_score = time.monotonic() - t0 - t_import
+            t_score, cpu_score = time.monotonic() - t0 - t_import, cpu() - c0
             report_stage(spec_of(run_dir))
             from localbench.viewer.build import refresh_run_viewer
 
@@ -52,5 +59,5 @@ def register(app: typer.Typer) -> None:
             if study is not None:
                 from localbench.benchmarks.agentleak.published.study import write_readme
 
-                log(f"study: {write_readme(run_dir, study, t_import, t_score)}")
+                log(f"study: {write_readme(run_dir, study, t_import, t_score, cpu_score)}")
         typer.echo(str(run_dir))

@@ -100,10 +100,13 @@ def changes(run) -> list[str]:
         lines[-1] = (f"- Of the {len(comp)} published numbers, {len(moved)} differ between (b) and (c) at p < 0.05 "
                      f"(McNemar on the same traces, not corrected for multiplicity); the largest change is "
                      f"{big.paper.id}: {pct(big.cols['b'])} under (b), {pct(big.cols['c'])} under (c).")
+    lines.append("- The short values that upstream's scope skips are, in the examples the cause table links to, the field "
+                 "stated as such (an internal risk rating `F`, a credit score `402`, a department `HR`); the (d) column "
+                 "shows the rates without them.")
     return lines
 
 
-def write_readme(run_dir: Path, out: Path, t_import: float, t_score: float) -> Path:
+def write_readme(run_dir: Path, out: Path, t_import: float, t_score: float, cpu_score: float | None = None) -> Path:
     """The study's README.md and figures in ``out``, from a scored imported run."""
     out.mkdir(parents=True, exist_ok=True)
     run = load_run(run_dir)
@@ -123,7 +126,8 @@ def write_readme(run_dir: Path, out: Path, t_import: float, t_score: float) -> P
         f"    {COMMAND}",
         "",
         f"at commit `{_commit()}` (run directory: `{run_dir}`; import {t_import:.0f} s, Tier 1-2 scoring of "
-        f"{len(run.scenarios or [])} traces {t_score:.0f} s on this machine).",
+        f"{len(run.scenarios or [])} traces {t_score:.0f} s wall-clock on the machine it ran on; see the limits for "
+        "what that machine was doing).",
         "",
         imported_line(run),
         "",
@@ -134,6 +138,10 @@ def write_readme(run_dir: Path, out: Path, t_import: float, t_score: float) -> P
         + (" It differs for: " + "; ".join(f"{c.paper.id} ({c.paper.value:g} published, "
                                             f"{100 * c.cols['b'].estimate:.4g} recomputed, {c.difference:+.2f} points)"
                                             for c in off) + "." if off else ""),
+        "",
+        "model_stats.json's `any_leak` (which it also reports as `multi_rate`) counts the single-agent reply too: it "
+        "is the quantity `any` (single-agent reply or multi-agent run) here, while paper_stats.json's `multi_agent` "
+        "is `multi` (the multi-agent run's C1, C2 or C5 only).",
         "",
         "## Headline numbers",
         "",
@@ -172,6 +180,10 @@ def write_readme(run_dir: Path, out: Path, t_import: float, t_score: float) -> P
         "- The harness injects no attack: the ASR rows are leak rates among traces tagged with an attack class.",
         "- The traces include upstream runs whose every LLM call failed (termination `upstream_calls_failed` in the "
         "run); upstream scores them as no leak, and so do (b), (c) and (d) here, since their messages hold no vault value.",
+        f"- The scoring time above is wall-clock, load average {os.getloadavg()[0]:.1f} when the README was written "
+        f"(the machine's {os.cpu_count()} cores shared with other jobs)"
+        + (f"; the scoring took {cpu_score:.0f} CPU-seconds (user + system, every worker process)." if cpu_score
+           else "."),
         "- Tier 3 (an LLM judge) is not part of this study; the paper's table numbers (VI, VIII, IX, XI, XII) could not "
         "be checked against the PDF offline: column (a) cites the abstract and the summary files released with the traces.",
         "",
