@@ -137,6 +137,17 @@ def test_agreement_counts_upstream_flags_per_message_kind(imported, raw_slice):
         assert -1 <= a.kappa.estimate <= 1
 
 
+def test_scoring_in_worker_processes_gives_the_same_scores(imported):
+    from localbench.benchmarks.agentleak.published.rescore import scenario_scores
+    from localbench.records import Transcript, read_records
+
+    ts = read_records(imported / "transcripts.jsonl", Transcript)[:12]
+    one = scenario_scores(ts, "rules", n_workers=1)
+    two = scenario_scores(ts, "rules", n_workers=2, min_parallel=1)
+    assert [r.model_dump() for r in one] == [r.model_dump() for r in two]
+    assert len(one) == 12
+
+
 def test_score_reruns_on_the_imported_run(imported):
     before = (imported / "scenario_scores.jsonl").read_text()
     r = _cli("score", str(imported), cwd=imported.parent)

@@ -32,7 +32,8 @@ def register(app: typer.Typer) -> None:
 
         t0 = time.monotonic()
         existing = out / run_id if run_id and study is not None else None
-        if existing is not None and (existing / "transcripts.jsonl").exists():
+        reused = existing is not None and (existing / "transcripts.jsonl").exists()
+        if reused:
             run_dir = existing
             log(f"{run_dir}: already imported; rescoring it")
         else:
@@ -59,5 +60,6 @@ def register(app: typer.Typer) -> None:
             if study is not None:
                 from localbench.benchmarks.agentleak.published.study import write_readme
 
-                log(f"study: {write_readme(run_dir, study, t_import, t_score, cpu_score)}")
+                readme = write_readme(run_dir, study, None if reused else t_import, t_score, cpu_score)
+                log(f"study: {readme}")
         typer.echo(str(run_dir))

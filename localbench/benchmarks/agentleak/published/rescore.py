@@ -61,10 +61,12 @@ def workers() -> int:
     return max(1, int(env)) if env else max(1, min(os.cpu_count() or 1, 8))
 
 
-def scenario_scores(transcripts: list[Transcript], judge: str) -> list[ScenarioScore]:
+def scenario_scores(transcripts: list[Transcript], judge: str, n_workers: int | None = None,
+                    min_parallel: int = 200) -> list[ScenarioScore]:
+    """Every transcript's score, in key order; over ``min_parallel`` traces, spread over worker processes."""
     ordered = sorted(transcripts, key=lambda t: t.key)
-    n = workers()
-    if n == 1 or len(ordered) < 200:
+    n = n_workers or workers()
+    if n == 1 or len(ordered) < min_parallel:
         return [trace_score(t, judge) for t in ordered]
     size = -(-len(ordered) // (n * 4))
     chunks = [([t.model_dump(mode="json") for t in ordered[i:i + size]], judge) for i in range(0, len(ordered), size)]

@@ -106,7 +106,8 @@ def changes(run) -> list[str]:
     return lines
 
 
-def write_readme(run_dir: Path, out: Path, t_import: float, t_score: float, cpu_score: float | None = None) -> Path:
+def write_readme(run_dir: Path, out: Path, t_import: float | None, t_score: float,
+                 cpu_score: float | None = None) -> Path:
     """The study's README.md and figures in ``out``, from a scored imported run."""
     out.mkdir(parents=True, exist_ok=True)
     run = load_run(run_dir)
@@ -125,7 +126,9 @@ def write_readme(run_dir: Path, out: Path, t_import: float, t_score: float, cpu_
         "",
         f"    {COMMAND}",
         "",
-        f"at commit `{_commit()}` (run directory: `{run_dir}`; import {t_import:.0f} s, Tier 1-2 scoring of "
+        f"at commit `{_commit()}` (run directory: `{run_dir}`; "
+        + (f"import {t_import:.0f} s" if t_import is not None else "imported by an earlier run of the command")
+        + ", Tier 1-2 scoring of "
         f"{len(run.scenarios or [])} traces {t_score:.0f} s wall-clock on the machine it ran on; see the limits for "
         "what that machine was doing).",
         "",
