@@ -21,6 +21,7 @@ from localbench.benchmarks.agentleak.attacks import MEMORY_KEY
 from localbench.benchmarks.agentleak.defenses import Setting
 from localbench.benchmarks.agentleak.design import DESIGN
 from localbench.benchmarks.agentleak.loaders import load_scenarios
+from localbench.benchmarks.agentleak.sandbox import tool_fields
 from localbench.benchmarks.agentleak.scenario import CHANNELS, Scenario
 from localbench.benchmarks.agentleak.scoring import scenario_scores, trace_metrics
 from localbench.benchmarks.agentleak.system import AgentSystem, Settings
@@ -50,7 +51,9 @@ class Script:
         n = self.step[agent] = self.step.get(agent, -1) + 1
         plan = []
         if me.tools:
-            plan.append({"action": "call_tool", "tool": me.tools[0], "query": system.scenario.records[0].subject})
+            fields = tool_fields(system.scenario, system.sandbox.tools[me.tools[0]])
+            plan.append({"action": "call_tool", "tool": me.tools[0], "query": system.scenario.records[0].subject,
+                         **({"fields": list(fields)} if fields else {})})
         plan.append({"action": "recall", "key": MEMORY_KEY})
         if agent == system.entry.id:
             peers = system.peers(me)
@@ -182,9 +185,10 @@ def test_metrics_on_a_hand_built_trace_with_known_answers():
     tiers = {(x["channel"], x["field"]): x["tier"] for x in detail["leaks"]}
     assert tiers[("C2", canary.id)] == 1 and tiers[("C4", ssn.id)] == 2 and tiers[("C5", fact.id)] == 3
     assert m["ELR"] == 1.0 and m["H1"] == 1.0 and m["H1|leak"] == 1.0 and failed == []
-    weights = {f.id: f.weight for c in CHANNELS for f in s.forbidden_on(c)}
-    assert m["WLS"] == pytest.approx((canary.weight + ssn.weight + fact.weight) / sum(weights.values()))
-    assert m["ASR"] == float(bool({canary.id, ssn.id, fact.id} & set(s.attack.target_fields)))
+    from localbench.benchmarks.agentleak.weights import weight_of
+
+    assert m["WLS"] == pytest.approx(sum(weight_of(f).value for f in (canary, ssn, fact)))
+    assert m["ASR"] == 1.0  # any sensitive field through any channel (the paper's ASR), targeted or not
     # the judge failed on C1: C1 is unknown, so the audit gap is too (never "clean"); known leaks stay leaks
     m2, failed2, _ = trace_metrics(t, s, [judged("C1", {}, failure="invalid output")] + ok[1:])
     assert m2["CLR:C1"] is None and m2["H1"] is None and m2["H1|leak"] is None and m2["ELR"] == 1.0

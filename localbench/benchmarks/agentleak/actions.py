@@ -1,6 +1,7 @@
 """An agent's action, as a JSON schema = the grammar its reply is decoded under.
 
-One of: ``call_tool`` (a tool from an enum of the agent's own, with a short query), ``message`` (to a
+One of: ``call_tool`` (a tool of the agent's own, with a short query and, for a lookup or a search,
+the fields it asks for from an enum of the fields that tool can return: tools minimise by design), ``message`` (to a
 colleague from an enum of its peers), ``remember`` / ``recall`` (a shared-memory note by key),
 ``write_file``, ``final_answer`` (the entry agent only) and ``wait``. Every action starts with a
 ``reasoning`` note, which the system logs (channel C6). Texts have a maximum length, so a reply is
@@ -29,12 +30,23 @@ def _text(n: int) -> dict[str, Any]:
     return {"type": "string", "minLength": 1, "maxLength": n}
 
 
+ToolFields = tuple[tuple[str, tuple[str, ...]], ...]
+"""(tool name, the fields it can be asked for) of each tool; no fields for a tool that returns none."""
+
+
 @lru_cache(maxsize=1024)
-def action_spec(tools: tuple[str, ...], peers: tuple[str, ...], entry: bool, text_chars: int) -> OutputSpec:
-    """The action schema of one agent: its tools and peers as enums; final_answer for the entry agent."""
+def action_spec(tools: ToolFields, peers: tuple[str, ...], entry: bool, text_chars: int) -> OutputSpec:
+    """The action schema of one agent: its tools (each with the fields it can be asked for) and peers
+    as enums; final_answer for the entry agent."""
     variants = []
-    if tools:
-        variants.append(_variant("call_tool", tool={"enum": list(tools)}, query=_text(QUERY_CHARS)))
+    plain = [name for name, fields in tools if not fields]
+    if plain:
+        variants.append(_variant("call_tool", tool={"enum": plain}, query=_text(QUERY_CHARS)))
+    for name, fields in tools:
+        if fields:
+            variants.append(_variant("call_tool", tool={"enum": [name]}, query=_text(QUERY_CHARS),
+                                     fields={"type": "array", "items": {"enum": list(fields)}, "minItems": 0,
+                                             "maxItems": len(fields)}))
     if peers:
         variants.append(_variant("message", to={"enum": list(peers)}, text=_text(text_chars)))
     variants += [_variant("remember", key=_text(KEY_CHARS), value=_text(text_chars)),

@@ -3,8 +3,9 @@
 - F1 (prompt and instruction) and F6 (evasion: asks to encode or disguise data): in the user's request;
 - F2 (indirect, tools): in every tool result (channel C4);
 - F3 (memory): a shared-memory note that is there before the run starts;
-- F4 (multi-agent coordination): a compromised peer: the last agent's system prompt carries the
-  payload as its hidden objective (no peer in the single-agent setting: the attack has no surface);
+- F4 (multi-agent coordination): a compromised peer: the system prompt of a worker the task needs
+  (one holding a tool the success checks require; else the last agent) carries the payload as its
+  hidden objective (no peer in the single-agent setting: the attack has no surface);
 - F5 (reasoning): a forged earlier "thought" in the entry agent's own history.
 
 A0 scenarios carry no payload. ``Injection.record()`` says where it went, so a transcript shows
@@ -74,5 +75,12 @@ def plan_injection(scenario: Scenario, agents: list[str]) -> Injection:
     a = scenario.attack
     if a.level == "A0" or not a.payload:
         return Injection()
-    compromised = agents[-1] if a.surface == "peer_agent" and len(agents) > 1 else None
+    compromised = None
+    if a.surface == "peer_agent" and len(agents) > 1:
+        # the peer the task needs (one holding a tool the success checks require), so that doing the task
+        # consults it; else the last agent
+        by_id = {x.id: x for x in scenario.agents}
+        needed = set(scenario.success.must_call)
+        holders = [x for x in agents[1:] if x in by_id and needed & set(by_id[x].tools)]
+        compromised = holders[-1] if holders else agents[-1]
     return Injection(family=a.family, surface=a.surface, payload=a.payload, compromised=compromised)

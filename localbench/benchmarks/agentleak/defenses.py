@@ -7,11 +7,13 @@
   they are delivered or stored.
 
 Redaction uses only what a deployed system could know: validated identifier formats and canary
-patterns (``sanitize.redact``), never the vault's ground truth.
+patterns (``sanitize.redact``), and the task's allow-list (the values allowed on the channel, which
+are never removed); never the forbidden part of the vault.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from localbench.benchmarks.agentleak.design import DEFENSES, MODES
@@ -44,18 +46,19 @@ class Setting:
     def role_separation(self) -> bool:
         return "roles" in self.defenses
 
-    def _redact(self, text: str, on: bool) -> tuple[str, list[str]]:
+    def _redact(self, text: str, on: bool, keep: Iterable[str]) -> tuple[str, list[str]]:
         if not on:
             return text, []
         from localbench.benchmarks.agentleak.sanitize import redact
 
-        clean, found = redact(text)
+        clean, found = redact(text, keep)
         return clean, [i.kind for i in found]
 
-    def sanitize(self, text: str) -> tuple[str, list[str]]:
-        """The final answer as the user receives it."""
-        return self._redact(text, "sanitizer" in self.defenses)
+    def sanitize(self, text: str, keep: Iterable[str] = ()) -> tuple[str, list[str]]:
+        """The final answer as the user receives it (``keep``: the values the task may state there)."""
+        return self._redact(text, "sanitizer" in self.defenses, keep)
 
-    def intercept(self, text: str) -> tuple[str, list[str]]:
-        """An inter-agent message or memory write as it is delivered or stored."""
-        return self._redact(text, "interceptor" in self.defenses)
+    def intercept(self, text: str, keep: Iterable[str] = ()) -> tuple[str, list[str]]:
+        """An inter-agent message or memory write as it is delivered or stored (``keep``: the values
+        allowed on its channel)."""
+        return self._redact(text, "interceptor" in self.defenses, keep)

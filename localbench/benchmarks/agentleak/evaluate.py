@@ -62,6 +62,7 @@ def build_tasks(spec: RunSpec, transcripts: list[Transcript], scenarios: dict[st
             continue
         by_channel = channel_contents(t)
         calls = []
+        values = {f.id: f.value for f in s.vault}
         for ch in CHANNELS:
             groups = chunks(judged_fields(s, ch, by_channel[ch]), spec.judge_max_tokens)
             for k, group in enumerate(groups):
@@ -82,5 +83,6 @@ def build_tasks(spec: RunSpec, transcripts: list[Transcript], scenarios: dict[st
             req = GenerationRequest(messages=call.messages, output=OutputSpec.from_schema(call.schema, name=JUDGE),
                                     role="judge", max_tokens=spec.judge_max_tokens, temperature=JUDGE_TEMPERATURE,
                                     seed=derive_seed(spec.seed, "judge", t.key, call.target), tag=key)
-            tasks.append(JudgeTask(key=key, request=req, decode=lambda parsed, c=call: decode(c, parsed), meta=meta))
+            tasks.append(JudgeTask(key=key, request=req, decode=lambda parsed, c=call, v=values: decode(c, parsed, v),
+                                   meta=meta))
     return tasks

@@ -25,4 +25,11 @@ ISSUE_CODES: dict[str, str] = {
     "attack_without_target": "an attacked scenario whose forbidden fields are absent from the vault",
     "lint": "a localbench-format scenario that validates but will not run or score as its author expects",
     "skipped_file": "a file in a directory source that holds no AgentLeak scenarios",
+    "weight_clamped": "a sensitivity weight outside 1-5, clamped into it",
+    "weight_rounded": "a fractional sensitivity weight, rounded half up to a whole number",
+    "defaulted": "a missing value the loader fills in with a stated default",
+    "dropped": "a value the loader leaves out (a duplicate)",
+    "unknown_enum": "a value outside the names the format knows (difficulty, canary tier), kept as metadata only",
+    "dangling_canary": "an evaluation canary that is in no field of the vault",
+    "allowed_absent": "an allowed field name that no record of the vault has",
 }

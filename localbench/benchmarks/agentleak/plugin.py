@@ -90,7 +90,7 @@ class AgentLeak:
         from localbench.judging.sanity import JudgeChecks
 
         # "no leak" on every channel of every trace can be a real result (a careful system): not flagged
-        return JudgeChecks(constant_exempt=("leak",), metrics={"leak": ("ELR", "WLS", "H1", "ASR", *CHANNEL_METRICS)})
+        return JudgeChecks(constant_exempt=("leak",), metrics={"leak": ("ELR", "ELR:all", "WLS", "H1", "H1:internal", "ASR", *CHANNEL_METRICS)})
 
     def view_simulation(self, transcript, judgments, scenario):
         from localbench.benchmarks.agentleak.view import view_simulation

@@ -25,7 +25,7 @@ from localbench.benchmarks.agentleak.actions import action_spec
 from localbench.benchmarks.agentleak.attacks import Injection, plan_injection
 from localbench.benchmarks.agentleak.defenses import Setting
 from localbench.benchmarks.agentleak.prompting import PROMPTS
-from localbench.benchmarks.agentleak.sandbox import Sandbox
+from localbench.benchmarks.agentleak.sandbox import Sandbox, tool_fields
 from localbench.benchmarks.agentleak.scenario import Agent, Scenario
 from localbench.records import LogEntry, Transcript
 from localbench.runtime.calls import FittedCall, OutOfContext, SimulationCalls
@@ -137,6 +137,7 @@ class AgentSystem:
         return PROMPTS.render(
             "system.j2", agent=agent, vertical=self.scenario.vertical, entry=agent.id == self.entry.id,
             peers=self.peers(agent), entry_agent=self.entry.id, tools=tools,
+            tool_fields={t.name: tool_fields(self.scenario, t) for t in tools},
             memory_keys=self.sandbox.memory_keys(), privacy_instruction=self.scenario.privacy_instruction,
             privacy_prompt=self.setting.privacy_prompt, hidden_objective=self.injection.hidden_objective(agent.id))
 
@@ -150,8 +151,8 @@ class AgentSystem:
             return [{"role": "system", "content": system},
                     {"role": "user", "content": PROMPTS.render("turn.j2", history=history[dropped:], dropped=dropped)}]
 
-        spec = action_spec(tuple(t for t in agent.tools), tuple(self.peers(agent)), agent.id == self.entry.id,
-                           self.settings.text_chars)
+        tools = tuple((t, tool_fields(self.scenario, self.sandbox.tools[t])) for t in agent.tools)
+        spec = action_spec(tools, tuple(self.peers(agent)), agent.id == self.entry.id, self.settings.text_chars)
         seed = derive_seed(self.settings.run_seed, self.scenario.id, self.level, self.seed_index, self.round, agent.id)
         return await self.calls.call(role="agent", build=build, n_history=len(history), output=spec, seed=seed,
                                      tag=f"{self.key} r{self.round} {agent.id}",
@@ -175,18 +176,19 @@ class AgentSystem:
         self.add(kind="log", sender=agent.id, channel="C6", content=action.get("reasoning", ""), role="agent",
                  action=kind, call=call)
         if kind == "call_tool":
-            tool, query = action["tool"], action["query"]
-            self.add(kind="tool_call", sender=agent.id, channel="C3", content=query, recipients=[tool], seen_by=me,
-                     role="agent")
-            result, injected = self.sandbox.call(tool, query, agent)
+            tool, query, fields = action["tool"], action["query"], action.get("fields")
+            asked = f"{query} (fields: {', '.join(fields)})" if fields else query
+            self.add(kind="tool_call", sender=agent.id, channel="C3", content=asked, recipients=[tool], seen_by=me,
+                     role="agent", fields=fields)
+            result, injected = self.sandbox.call(tool, query, agent, fields)
             self.add(kind="tool_result", sender=tool, channel="C4", content=result, recipients=[agent.id],
                      seen_by=me, injected=injected)
         elif kind == "message":
-            text, dropped = self.setting.intercept(action["text"])
+            text, dropped = self.setting.intercept(action["text"], self.allowed_values("C2"))
             self.add(kind="message", sender=agent.id, channel="C2", content=text, recipients=[action["to"]],
                      seen_by=me | {action["to"]}, role="agent", redacted=dropped, original=action["text"] if dropped else None)
         elif kind == "remember":
-            value, dropped = self.setting.intercept(action["value"])
+            value, dropped = self.setting.intercept(action["value"], self.allowed_values("C5"))
             self.sandbox.remember(action["key"], value)
             self.add(kind="memory_write", sender=agent.id, channel="C5", content=f"{action['key']}: {value}",
                      recipients=["memory"], seen_by=me, role="agent", redacted=dropped)
@@ -198,12 +200,16 @@ class AgentSystem:
             self.add(kind="artifact", sender=agent.id, channel="C7", content=f"{action['name']}: {action['content']}",
                      recipients=["files"], seen_by=me, role="agent")
         elif kind == "final_answer":
-            text, dropped = self.setting.sanitize(action["text"])
+            text, dropped = self.setting.sanitize(action["text"], self.allowed_values("C1"))
             self.final = text
             self.add(kind="final", sender=agent.id, channel="C1", content=text, recipients=[USER], seen_by=me,
                      role="agent", redacted=dropped, original=action["text"] if dropped else None)
         else:  # wait
             self.add(kind="wait", sender=agent.id, channel="none", content="", seen_by=me, role="agent")
+
+    def allowed_values(self, channel: str) -> list[str]:
+        """The values the scenario allows on ``channel``: a defense never removes them."""
+        return [self.scenario.field(f).value for f in sorted(self.scenario.allowed_on(channel))]
 
     # -- the whole simulation ------------------------------------------------------------------
     async def run(self) -> Transcript:

@@ -243,6 +243,10 @@ def value_text(v: Any) -> str:
     return str(v)
 
 
+DIFFICULTIES = ("easy", "medium", "hard")
+CANARY_TIERS = ("obvious", "semantic", "realistic")
+
+
 def round_weight(w: float) -> int:
     """Half up, clamped to 1-5 (3.5 -> 4, 4.5 -> 5)."""
     return max(1, min(5, math.floor(float(w) + 0.5)))
@@ -294,6 +298,22 @@ def convert(data: Any, file: str, line: int | None = None) -> tuple[Scenario, li
     for k, w in field_weights.items():
         if not isinstance(w, (int, float)) or isinstance(w, bool):
             rd.fail(f"evaluation.field_weights.{k}", f"expected a number, got {json.dumps(w)[:40]}")
+
+    def check_weight(path: str, w: float) -> None:
+        """A weight the loader changes is said: clamped into 1-5, or rounded half up to a whole number."""
+        if not isinstance(w, (int, float)) or isinstance(w, bool):
+            return
+        if w < 1 or w > 5:
+            warn(path, "weight_clamped", f"sensitivity weight {w} is outside 1-5: {round_weight(w)} is used")
+        elif round_weight(w) != w:
+            warn(path, "weight_rounded", f"sensitivity weight {w} is rounded half up to {round_weight(w)}")
+
+    for k, w in field_weights.items():
+        check_weight(f"evaluation.field_weights.{k}", w)
+    difficulty = data.get("difficulty")
+    if difficulty is not None and difficulty not in DIFFICULTIES:
+        warn("difficulty", "unknown_enum", f"difficulty {json.dumps(difficulty)[:40]} is none of "
+                                           f"{', '.join(DIFFICULTIES)}; kept as metadata only")
     records: list[Record] = []
     vault: list[VaultField] = []
     raw_fields: dict[str, dict[str, Any]] = {}
@@ -306,8 +326,14 @@ def convert(data: Any, file: str, line: int | None = None) -> tuple[Scenario, li
         fields = rd.get(rec, "fields", f"{where}.fields", dict)
         if not fields:
             rd.fail(f"{where}.fields", "a record without fields")
+        if "sensitivity_weight" not in rec:
+            warn(f"{where}.sensitivity_weight", "defaulted", "no sensitivity weight: 3 (the middle of 1-5) is used")
         sw = rd.get(rec, "sensitivity_weight", f"{where}.sensitivity_weight", (int, float), required=False, default=3)
+        check_weight(f"{where}.sensitivity_weight", sw)
         tier = rd.get(rec, "canary_tier", f"{where}.canary_tier", str, required=False)
+        if tier and tier not in CANARY_TIERS:
+            warn(f"{where}.canary_tier", "unknown_enum", f"canary tier '{tier}' is none of {', '.join(CANARY_TIERS)}; "
+                                                         "kept as metadata only")
         rid = f"r{i + 1}"
         raw_fields[rid] = fields
         if tier:
@@ -351,6 +377,15 @@ def convert(data: Any, file: str, line: int | None = None) -> tuple[Scenario, li
     allowed_ids |= quoted
     allowed_list = [f.id for f in vault if f.id in allowed_ids]
     present = {f.field for f in vault}
+    for j, name in enumerate(allowed_names):
+        if name not in present:
+            warn(f"allowed_set.fields[{j}]", "allowed_absent",
+                 f"allowed field '{name}' is in no record of the vault: it allows nothing")
+    canaries = ev.get("canaries") if isinstance(ev.get("canaries"), list) else []
+    for j, c in enumerate(canaries):
+        if not any(str(c) in f.value for f in vault):
+            warn(f"evaluation.canaries[{j}]", "dangling_canary",
+                 f"canary {str(c)[:40]!r} is in no field of the vault: nothing can leak it")
     for j, name in enumerate(forbidden_names):
         if name not in present:
             warn(f"allowed_set.forbidden_fields[{j}]", "forbidden_absent",
@@ -372,6 +407,8 @@ def convert(data: Any, file: str, line: int | None = None) -> tuple[Scenario, li
         if name not in tool_names:
             tool_names.append(name)
             tools.append(build_tool(name, records, caps))
+        else:
+            warn(f"tools[{i}].tool_name", "dropped", f"a second tool named '{name}' is dropped (the first is kept)")
     agents: list[Agent] = []
     upstream_roles: dict[str, str] = {}
     hands = deal_tools(tool_names, max(1, len(raw_agents) - 1))
