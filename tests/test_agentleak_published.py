@@ -264,4 +264,81 @@ def test_the_study_command_on_a_small_slice(raw_slice, tmp_path):
     assert (tmp_path / "study" / "channel_rates_by_model.png").stat().st_size > 1000
     assert (tmp_path / "study" / "b_vs_c.png").exists()
     assert "../runs/agentleak-published/view/index.html#sim/" in text
-    assert len((tmp_path / "runs" / "agentleak-published" / "transcripts.jsonl").read_text().splitlines()) == 20
+    run = tmp_path / "runs" / "agentleak-published"
+    assert len((run / "transcripts.jsonl").read_text().splitlines()) == N_SLICE  # --sample is Tier 3's, not an import cut
+    assert len((run / "tier3_sample.jsonl").read_text().splitlines()) == 20
+
+
+# -- Tier 3 on a stratified sample ------------------------------------------------------------------
+
+def test_the_tier3_sample_is_stratified_by_model_vertical_and_channel(imported):
+    from collections import Counter
+
+    from localbench.benchmarks.agentleak.published.sampling import channel_messages, stratified_sample
+    from localbench.rundir import RunDir
+
+    transcripts = list(RunDir(imported).transcripts().read())
+    population = channel_messages(transcripts)
+    sample = stratified_sample(transcripts, 40, seed=3)
+    assert len(sample) == 40 and len(set(sample)) == 40 and stratified_sample(transcripts, 40, seed=3) == sample
+    size, got = Counter(m.stratum for m in population), Counter(m.stratum for m in sample)
+    for stratum, k in size.items():  # every (model, vertical, channel) cell within one of its proportional share
+        assert abs(got[stratum] - 40 * k / len(population)) < 1, stratum
+    assert {m.channel for m in sample} == {"C1", "C2", "C5"}
+    assert Counter(m.channel for m in sample) != Counter({"C1": 40})
+
+
+def test_tier3_outcomes_count_ungrounded_labels_as_failures_never_as_leak_or_no_leak():
+    from localbench.benchmarks.agentleak.judges import UNGROUNDED
+    from localbench.benchmarks.agentleak.published.sampling import SampledMessage
+    from localbench.benchmarks.agentleak.published.tier3 import outcomes
+    from localbench.records import Judgment
+
+    msgs = [SampledMessage("t1", 2, "C2", "m", "finance"), SampledMessage("t1", 4, "C1", "m", "finance"),
+            SampledMessage("t2", 3, "C5", "m", "legal"), SampledMessage("t3", 1, "C2", "m", "legal")]
+
+    def j(key, target, label=None, failure=None):
+        return Judgment(key=f"{key}|leak|{target}", sim_key=key, judge="leak", target=target, judge_model="x",
+                        label=label, failure=failure)
+
+    js = [j("t1", "C2@2.0", {"levels": {"r1.diagnosis": "none"}}),
+          j("t1", "C2@2.1", failure=f"undecodable answer: ValueError('{UNGROUNDED}: field_1: ...')"),
+          j("t1", "C1@4", {"levels": {"r1.diagnosis": "partial", "r1.note": "none"}}),
+          j("t2", "C5@3", {"levels": {"r1.note": "none"}})]
+    got = {(o.message.key, o.message.index): (o.status, o.calls, o.failed, o.ungrounded) for o in outcomes(msgs, js)}
+    assert got == {("t1", 2): ("failed", 2, 1, 1), ("t1", 4): ("leak", 1, 0, 0), ("t2", 3): ("no leak", 1, 0, 0),
+                   ("t3", 1): ("no leak", 0, 0, 0)}
+
+
+def test_tier3_with_the_tiny_random_judge_counts_failures_and_leaves_the_leak_columns(raw_slice, tmp_path):
+    """The real judge machinery (hf engine, random weights, grammar): its labels fail the evidence
+    rule or decode; each failure is counted and warned about, and the Tier 1-2 columns do not move."""
+    from localbench.benchmarks.agentleak.judges import UNGROUNDED
+    from localbench.pipeline import report_stage, score_stage, spec_of
+    from localbench.rundir import RunDir
+
+    path, _ = raw_slice
+    run = import_traces(path, tmp_path / "runs", "tier3", sample=2, seed=3).run_dir  # 3 judge calls
+    score_stage(spec_of(run))
+    before = {r.key: r.metrics for r in _records(run)}
+    r = _cli("judge", str(run), "--judge", "tiny-random", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    score_stage(spec_of(run))
+    report_stage(spec_of(run))
+    assert {r.key: r.metrics for r in _records(run)} == before
+    calls = [x for x in RunDir(run).judgments().read() if x.judge_model == "tiny-random"]
+    failed = [x for x in calls if x.failure]
+    ungrounded = [x for x in failed if UNGROUNDED in x.failure]
+    assert calls and failed and all(x.label is None for x in failed)
+    import csv
+
+    with open(run / "tables" / "tier3_sample.csv", newline="") as fh:
+        row = next(x for x in csv.DictReader(fh) if x["channel"] == "all")
+    assert (row["sampled"], row["judge calls"], row["failed (ungrounded)"]) == (
+        "2", str(len(calls)), f"{len(failed)} ({len(ungrounded)})")
+    decided = 2 - len({x.sim_key + x.target.split(".")[0] for x in failed})
+    assert row["n decided"] == str(decided) and (decided or row["Tier 1-3"] == "n/a")
+    report = (run / "report.md").read_text()
+    assert "stratified sample of 2 channel messages (model × vertical × channel" in report
+    assert "counted as a judge failure, never as leak or no leak" in report
+    assert "tiny-random" in report.split("Judge warnings (Tier-3 leak judge")[1][:600]

@@ -20,8 +20,11 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(Path("runs"), "--out", help="where the run directory goes"),
         run_id: str = typer.Option(None, "--run-id", help="the run directory's name (default: from the source's hash)"),
         sample: int = typer.Option(None, "--sample", min=1,
-                                   help="import N traces, stratified by model and vertical (for a Tier-3 judge)"),
+                                   help="the Tier-3 sample: N channel messages stratified by model, vertical and "
+                                   "channel (every trace is still imported and scored by Tiers 1-2)"),
         seed: int = typer.Option(0, "--seed", help="the sample's seed"),
+        judge: str = typer.Option(None, "--judge", help="judge the --sample with this judge preset (AgentLeak's "
+                                  "Tier-3 leak judge); later: `localbench judge RUN --judge PRESET`"),
         score: bool = typer.Option(True, "--score/--no-score", help="score and report the run after importing"),
         study: Path = typer.Option(None, "--study", help="also write the published-traces study (README.md and "
                                    "figures) into this folder; an existing run of the same --run-id is rescored"),
@@ -30,6 +33,10 @@ def register(app: typer.Typer) -> None:
         from localbench.benchmarks.agentleak.published.importer import import_traces
         from localbench.pipeline import log, report_stage, score_stage, spec_of
 
+        if judge and sample is None:
+            from localbench.errors import UserError
+
+            raise UserError("--judge judges the Tier-3 sample: give --sample N too")
         t0 = time.monotonic()
         existing = out / run_id if run_id and study is not None else None
         reused = existing is not None and (existing / "transcripts.jsonl").exists()
@@ -43,6 +50,11 @@ def register(app: typer.Typer) -> None:
                 log(f"not imported: {p}")
             run_dir = summary.run_dir
         t_import = time.monotonic() - t0
+        if judge:
+            from localbench.pipeline import judge_stage
+
+            spec = spec_of(run_dir)
+            judge_stage(spec.with_model(spec.design.judge_role, judge))  # the run's sample (UserError: none)
         if score or study is not None:
             import resource
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from localbench.benchmarks.agentleak.published.adapter import family_of_class
+from localbench.benchmarks.agentleak.published.sampling import SAMPLE_FILE, STRATA, stratified_sample, write_sample
 from localbench.benchmarks.agentleak.published.traces import ReadTraces, TraceProblem, UpstreamTrace, read_traces
 from localbench.errors import UserError
 from localbench.files import write_lines_atomic
@@ -90,8 +91,9 @@ def transcript_of(t: UpstreamTrace, file: str, line: int | None) -> Transcript:
 
 def import_traces(source: str | Path, out: str | Path = "runs", run_id: str | None = None,
                   sample: int | None = None, seed: int = 0) -> ImportSummary:
-    """Write the run directory of the traces at ``source``; see the module doc. ``sample``: keep a
-    sample of N traces stratified by model and vertical (the Tier-3 route; see ``sampling``)."""
+    """Write the run directory of the traces at ``source``; see the module doc. ``sample``: draw the
+    Tier-3 sample, N channel messages stratified by model, vertical and channel (``sampling``); every
+    trace is still imported and scored by Tiers 1-2."""
     read: ReadTraces = read_traces(source)
     problems = list(read.problems)
     seen: dict[str, str] = {}
@@ -108,19 +110,16 @@ def import_traces(source: str | Path, out: str | Path = "runs", run_id: str | No
     if not kept:
         raise UserError(f"{source}: no trace could be imported; first problem: {problems[0]}" if problems
                         else f"{source}: no traces")
-    if sample is not None:
-        from localbench.benchmarks.agentleak.published.sampling import stratified_sample
-
-        kept = stratified_sample(kept, sample, seed)
     hashes = {str(f): _sha256(f) for f in read.files}
     whole = hashlib.sha256(json.dumps(hashes, sort_keys=True).encode()).hexdigest()
-    rid = run_id or f"{BENCHMARK}-{whole[:10]}" + (f"-sample{sample}" if sample is not None else "")
+    rid = run_id or f"{BENCHMARK}-{whole[:10]}"
     run_dir = Path(out) / rid
     if (run_dir / "transcripts.jsonl").exists():
         raise UserError(f"{run_dir}: already holds a run; give another --run-id or remove it")
     rd = RunDir(run_dir)
     spec = RunSpec(benchmark=BENCHMARK, scenarios=str(run_dir.resolve()), levels=[SETTING],
                    models={"agent": "imported", "judge": "rules"}, out=str(Path(out)), run_id=rid, seed=seed)
+    drawn = None if sample is None else stratified_sample(kept, sample, seed)
     by_model: dict[str, int] = {}
     for tr in kept:
         by_model[tr.model] = by_model.get(tr.model, 0) + 1
@@ -128,10 +127,13 @@ def import_traces(source: str | Path, out: str | Path = "runs", run_id: str | No
         "source": str(Path(source).resolve()), "files": len(read.files), "sha256": hashes if len(hashes) <= 5 else whole,
         "sha256_of": "the file" if len(hashes) == 1 else "the JSON of every file's hash",
         "records": read.n_records, "imported": len(kept), "not_imported": len(problems),
-        "sample": sample, "by_model": by_model, "problems_file": PROBLEMS if problems else None,
+        "sample": None if drawn is None else {"messages": len(drawn), "asked": sample, "seed": seed, "strata": STRATA,
+                                                "file": SAMPLE_FILE}, "by_model": by_model, "problems_file": PROBLEMS if problems else None,
         "not_resimulated": NOT_RESIMULATED}}
     rd.write_spec(spec, provenance, {"imported": whole[:16]})
     write_records(rd.path / "transcripts.jsonl", kept)
+    if drawn is not None:
+        write_sample(rd.path / SAMPLE_FILE, drawn)
     if problems:
         write_lines_atomic(rd.path / PROBLEMS, (json.dumps({"file": p.file, "line": p.line, "field": p.field,
                                                             "message": p.message}) for p in problems))

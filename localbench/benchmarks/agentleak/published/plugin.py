@@ -74,10 +74,10 @@ def load_imported(source: str, categories: Iterable[str] | str | None = None, li
 class AgentLeakTraces:
     name = "agentleak-traces"
     design = DESIGN
-    leakage_judges = ("rules",)
+    leakage_judges = ("rules", "leak")  # leak: AgentLeak's Tier-3 judge, on the sample only
     planted_judge = "planted (truth)"
 
-    item_judge = None  # no judge: Tier 1-2 rules label these runs; gold-set evaluations run on `agentleak`
+    item_judge = None  # Tier 1-2 rules label these runs; gold-set evaluations of the leak judge run on `agentleak`
 
     def check_source(self, source: str):
         raise UserError("agentleak-traces reads published traces with `localbench import agentleak-traces PATH`")
@@ -92,14 +92,20 @@ class AgentLeakTraces:
         return ImportedSimulator()
 
     def rubric_files(self) -> list[Path]:
-        """No judge: the rules that label are the detectors and the definitions (hashed like rubrics)."""
+        """The rules that label (the detectors and the definitions, hashed like rubrics) and AgentLeak's
+        leak-judge rubric, which judges the Tier-3 sample."""
         from localbench.benchmarks.agentleak import detect, identifiers
         from localbench.benchmarks.agentleak.published import definitions
+        from localbench.judging.rubrics import judges_dir
 
-        return [Path(m.__file__) for m in (detect, identifiers, definitions)]  # type: ignore[arg-type]
+        rules = [Path(m.__file__) for m in (detect, identifiers, definitions)]  # type: ignore[arg-type]
+        return rules + sorted((judges_dir() / "agentleak").glob("*.j2"))
 
     def judge_tasks(self, spec, transcripts, scenarios, client, store):
-        return []  # Tier 1-2 only: rules, no judge calls
+        """Tier 3 on the run's sample only (``tier3.py``); the leak columns stay Tier 1-2."""
+        from localbench.benchmarks.agentleak.published.tier3 import build_tasks
+
+        return build_tasks(spec, transcripts, client, store)
 
     def scenario_scores(self, transcripts, judgments, scenarios, judge: str):
         from localbench.benchmarks.agentleak.published.rescore import scenario_scores
@@ -124,7 +130,8 @@ class AgentLeakTraces:
     def judge_checks(self):
         from localbench.judging.sanity import JudgeChecks
 
-        return JudgeChecks(constant_exempt=("rules",), metrics={})
+        # "no leak" everywhere can be a real Tier-3 result on a sample; AgentLeak's own warnings say it
+        return JudgeChecks(constant_exempt=("rules", "leak"), metrics={})
 
     def view_simulation(self, transcript, judgments, scenario):
         from localbench.benchmarks.agentleak.published.view import view_simulation

@@ -91,5 +91,66 @@ def causes_table(run: RunData, fmt: CellFormat = "pm", top: int = 25, viewer: st
     return [t]
 
 
+def _judgments(run: RunData):
+    from localbench.rundir import RunDir
+
+    path = run.path / "judgments.jsonl"
+    return list(RunDir(run.path).judgments().read()) if path.is_file() else []
+
+
+def tier3_tables(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
+    """Tier 3 on the stratified sample: per channel, the sampled messages' Tier 1-2 (c) share, what
+    the judge adds, Tier 1-3, each with its n; the judge's failures and AgentLeak's judge warnings."""
+    from localbench.benchmarks.agentleak.judge_warnings import judge_warnings
+    from localbench.benchmarks.agentleak.published.sampling import read_sample
+    from localbench.benchmarks.agentleak.published.tier3 import judged, outcomes
+    from localbench.stats import wilson_ci
+
+    sample = read_sample(run.path)
+    if sample is None:
+        return []
+    info = (run.spec_doc.get("imported") or {}).get("sample") or {}
+    judgments = _judgments(run)
+    stated = {(r.key, m["index"]): bool(m["stated"]) for r in run.scenarios or [] for m in r.payload.get("messages", [])}
+    what = (f"a stratified sample of {len(sample)} channel messages ({info.get('strata', 'model × vertical × channel')}, "
+            f"proportional allocation, seed {info.get('seed', 0)})")
+    t = Table(name="tier3_sample", title=f"Tier 3 (AgentLeak's leak judge) on {what}: % of messages [Wilson 95%]",
+              label_headers=["channel"],
+              columns=[Column("sampled"), Column("Tier 1-2 (c)"), Column("judge calls"), Column("failed (ungrounded)"),
+                       Column("n decided"), Column("Tier 3 adds"), Column("Tier 1-3")], fmt=fmt)
+    if not judged(sample, judgments):
+        t.notes.append(f"Sampled, not judged yet: `localbench judge {run.path} --judge PRESET` judges {what}.")
+    outs = outcomes(sample, judgments)
+    for ch in ("C1", "C2", "C5", "all"):
+        mine = [o for o in outs if ch in ("all", o.message.channel)]
+        if not mine:
+            continue
+        tier12 = [stated.get((o.message.key, o.message.index), False) for o in mine]
+        decided = [(o, s) for o, s in zip(mine, tier12) if o.status != "failed"]
+        adds = sum(1 for o, s in decided if o.status == "leak" and not s)
+        both = sum(1 for o, s in decided if o.status == "leak" or s)
+        n = len(decided)
+        cell = (lambda k: pct(wilson_ci(k, n))) if n else (lambda k: "n/a")
+        t.rows.append(Row([ch], [str(len(mine)), pct(wilson_ci(sum(tier12), len(mine))), str(sum(o.calls for o in mine)),
+                                 f"{sum(o.failed for o in mine)} ({sum(o.ungrounded for o in mine)})", str(n),
+                                 cell(adds), cell(both)]))
+    t.notes.append("Tier 1-2 (c) is over every sampled message; Tier 3 and Tier 1-3 over the messages whose judge "
+                   "calls all answered (n decided). A failed call, or a leak label whose quote fails the evidence rule "
+                   "(ungrounded), leaves its message's Tier 3 unknown: counted as a judge failure, never as leak or "
+                   "no leak. The judge is asked about the fields outside the trace's allowed set that Tiers 1-2 did "
+                   "not find. The four-column table above is Tier 1-2 over every trace; no judge label changes it. "
+                   "Sample shares are unweighted (the allocation is proportional).")
+    out = [t]
+    warns = judge_warnings(judgments)
+    if warns:
+        w = Table(name="judge_warnings_tier3", title="Judge warnings (Tier-3 leak judge, on the sample)",
+                  label_headers=["judge model"], columns=[Column("warning"), Column("calls"), Column("of")], fmt=fmt)
+        for x in warns:
+            w.rows.append(Row([x.judge_model], [x.what, str(x.count), str(x.total)]))
+        w.notes.append("Warnings, never exclusions (AgentLeak's judge warnings): read the Tier-3 numbers with them.")
+        out.append(w)
+    return out
+
+
 def report_plan() -> ReportPlan:
-    return ReportPlan(tables=(agreement_table, causes_table), lead=lead_table)
+    return ReportPlan(tables=(tier3_tables, agreement_table, causes_table), lead=lead_table)
