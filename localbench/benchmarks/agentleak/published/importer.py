@@ -127,8 +127,9 @@ def import_traces(source: str | Path, out: str | Path = "runs", run_id: str | No
         "source": str(Path(source).resolve()), "files": len(read.files), "sha256": hashes if len(hashes) <= 5 else whole,
         "sha256_of": "the file" if len(hashes) == 1 else "the JSON of every file's hash",
         "records": read.n_records, "imported": len(kept), "not_imported": len(problems),
-        "sample": None if drawn is None else {"messages": len(drawn), "asked": sample, "seed": seed, "strata": STRATA,
-                                                "file": SAMPLE_FILE}, "by_model": by_model, "problems_file": PROBLEMS if problems else None,
+        "sample": None if drawn is None else {"messages": len(drawn), "asked": sample, "seed": seed,
+                                              "strata": STRATA, "file": SAMPLE_FILE},
+        "by_model": by_model, "problems_file": PROBLEMS if problems else None,
         "not_resimulated": NOT_RESIMULATED}}
     rd.write_spec(spec, provenance, {"imported": whole[:16]})
     write_records(rd.path / "transcripts.jsonl", kept)

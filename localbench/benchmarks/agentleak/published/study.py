@@ -187,7 +187,9 @@ def write_readme(run_dir: Path, out: Path, t_import: float | None, t_score: floa
         f"(the machine's {os.cpu_count()} cores shared with other jobs)"
         + (f"; the scoring took {cpu_score:.0f} CPU-seconds (user + system, every worker process)." if cpu_score
            else "."),
-        "- Tier 3 (an LLM judge) is not part of this study; the paper's table numbers (VI, VIII, IX, XI, XII) could not "
+        "- Tier 3 (an LLM judge) is not part of this study's numbers: it runs on a stratified sample of channel "
+        "messages (`--sample N --judge PRESET`: model × vertical × channel) and is reported beside columns (b)-(d), "
+        "never inside them; the paper's table numbers (VI, VIII, IX, XI, XII) could not "
         "be checked against the PDF offline: column (a) cites the abstract and the summary files released with the traces.",
         "",
     ]
