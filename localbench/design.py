@@ -206,6 +206,7 @@ REGISTRY: dict[str, str] = {
     "asb": "localbench.benchmarks.asb.plugin:AgentSocialBench",
     "agentleak": "localbench.benchmarks.agentleak.plugin:AgentLeak",
     "sopri": "localbench.benchmarks.sopri.plugin:SopriBench",
+    "agentleak-traces": "localbench.benchmarks.agentleak.published.plugin:AgentLeakTraces",
 }
 """name → "module:attribute" of the plug-in class; imported on first use, so `localbench --help`
 and runs of one benchmark never import another. The class carries its ``design``."""

@@ -55,7 +55,7 @@ def test_data_check_reaches_the_benchmark_by_name(tmp_path):
 
 
 def test_unknown_benchmark_names_the_registered_ones():
-    with pytest.raises(UserError, match=r"unknown benchmark 'nope' \(registered: agentleak, asb, sopri\)"):
+    with pytest.raises(UserError, match=r"unknown benchmark 'nope' \(registered: agentleak, agentleak-traces, asb, sopri\)"):
         get_benchmark("nope")
 
 

@@ -1,0 +1,139 @@
+"""Imported AgentLeak traces as a plug-in (``localbench.benchmarks.Benchmark``), registered as
+``agentleak-traces``: its scenarios are the imported run's own traces, it never simulates, and its
+scores are the paper's quantities under definitions b, c and d (``definitions.py``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from localbench.benchmarks.agentleak.published.design import DESIGN, SETTING
+from localbench.errors import UserError
+
+NOT_SIMULATED = "an imported run is not simulated: `localbench import agentleak-traces PATH` writes it"
+
+
+@dataclass
+class ImportedTrace:
+    """A scenario of an imported run: one trace's inputs (vault, request, allowed and forbidden fields)."""
+
+    id: str
+    vertical: str
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+class ImportedSimulator:
+    call_roles: tuple[str, ...] = ()
+    aliases: Mapping[str, str] = {}
+
+    def check(self, spec) -> None:
+        from localbench.spec import SpecError
+
+        raise SpecError(NOT_SIMULATED)
+
+    def load(self, spec):
+        return list(load_imported(spec.scenarios).values()), 0
+
+    def plan(self, spec, scenarios):
+        from localbench.runtime.harness import Unit
+
+        return [Unit(s.id, s.vertical, SETTING) for s in scenarios]
+
+    def fingerprint(self, scenarios):
+        return {}
+
+    def provenance(self, spec, clients, scenarios, n_issues):
+        return {}
+
+    def play(self, unit, clients, spec):
+        raise UserError(NOT_SIMULATED)
+
+
+def load_imported(source: str, categories: Iterable[str] | str | None = None, limit: int | None = None
+                  ) -> dict[str, ImportedTrace]:
+    from localbench.rundir import RunDir
+
+    run = Path(source)
+    if not (run / "transcripts.jsonl").is_file():
+        raise UserError(f"{run}: not an imported run (no transcripts.jsonl); `localbench import agentleak-traces PATH` "
+                        "writes one")
+    cats = {categories} if isinstance(categories, str) else set(categories or [])
+    out: dict[str, ImportedTrace] = {}
+    per: dict[str, int] = {}
+    for t in RunDir(run).transcripts().read():
+        if cats and t.category not in cats:
+            continue
+        if limit is not None and per.get(t.category, 0) >= limit:
+            continue
+        per[t.category] = per.get(t.category, 0) + 1
+        out[t.scenario] = ImportedTrace(t.scenario, t.category, {k: v for k, v in t.payload.items() if k != "messages"})
+    return out
+
+
+class AgentLeakTraces:
+    name = "agentleak-traces"
+    design = DESIGN
+    leakage_judges = ("rules", "leak")  # leak: AgentLeak's Tier-3 judge, on the sample only
+    planted_judge = "planted (truth)"
+
+    item_judge = None  # Tier 1-2 rules label these runs; gold-set evaluations of the leak judge run on `agentleak`
+
+    def check_source(self, source: str):
+        raise UserError("agentleak-traces reads published traces with `localbench import agentleak-traces PATH`")
+
+    def load_scenarios(self, source: str, categories=None, limit=None) -> dict[str, Any]:
+        return load_imported(source, categories, limit)
+
+    def category_of(self, scenario: Any) -> str:
+        return scenario.vertical
+
+    def simulator(self):
+        return ImportedSimulator()
+
+    def rubric_files(self) -> list[Path]:
+        """The rules that label (the detectors and the definitions, hashed like rubrics) and AgentLeak's
+        leak-judge rubric, which judges the Tier-3 sample."""
+        from localbench.benchmarks.agentleak import detect, identifiers
+        from localbench.benchmarks.agentleak.published import definitions
+        from localbench.judging.rubrics import judges_dir
+
+        rules = [Path(m.__file__) for m in (detect, identifiers, definitions)]  # type: ignore[arg-type]
+        return rules + sorted((judges_dir() / "agentleak").glob("*.j2"))
+
+    def judge_tasks(self, spec, transcripts, scenarios, client, store):
+        """Tier 3 on the run's sample only (``tier3.py``); the leak columns stay Tier 1-2."""
+        from localbench.benchmarks.agentleak.published.tier3 import build_tasks
+
+        return build_tasks(spec, transcripts, client, store)
+
+    def scenario_scores(self, transcripts, judgments, scenarios, judge: str):
+        from localbench.benchmarks.agentleak.published.rescore import scenario_scores
+
+        return scenario_scores(transcripts, judge)
+
+    def leak_units(self, scenario, judgments):
+        return None
+
+    def planted_judgments(self, transcripts):
+        return []
+
+    def build_gold(self, scenarios, seed: int = 0, methods=None, variants: int = 1):
+        raise UserError("agentleak-traces builds no gold set: use `agentleak`")
+
+    def write_planted_run(self, run_dir: Path, source: str, shares: dict[str, float], seed: int = 0) -> Path:
+        raise UserError("agentleak-traces has no planted runs")
+
+    def consequence_notes(self, categories: set[str]) -> list[str]:
+        return []
+
+    def judge_checks(self):
+        from localbench.judging.sanity import JudgeChecks
+
+        # "no leak" everywhere can be a real Tier-3 result on a sample; AgentLeak's own warnings say it
+        return JudgeChecks(constant_exempt=("rules", "leak"), metrics={})
+
+    def view_simulation(self, transcript, judgments, scenario):
+        from localbench.benchmarks.agentleak.published.view import view_simulation
+
+        return view_simulation(transcript)
