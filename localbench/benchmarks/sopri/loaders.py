@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from localbench.benchmarks.sopri.design import COHORTS
+from localbench.benchmarks.sopri.image_check import image_problem
 from localbench.benchmarks.sopri.images import TEXT_KINDS
 from localbench.benchmarks.sopri.scenario import SLOTS, User
 from localbench.scenario_files import (
@@ -148,9 +149,13 @@ def to_user(data: Any, file: str, folder: Path, line: int | None = None) -> User
     user.at(folder)
     for i, post in enumerate(user.posts):
         for j, image in enumerate(post.images):
-            if not user.image_path(image).is_file():
+            path = user.image_path(image)
+            if not path.is_file() and not path.is_symlink():
                 raise ScenarioError(file, f"posts[{i}].images[{j}].file",
-                                    f"image '{image.file}' not found (looked for {user.image_path(image)})", line)
+                                    f"image '{image.file}' not found (looked for {path})", line)
+            problem = image_problem(path, folder)
+            if problem:
+                raise ScenarioError(file, f"posts[{i}].images[{j}].file", f"image {problem}", line)
     return user
 
 
