@@ -160,7 +160,7 @@ class SopriSimulator:
         if condition.defense == "sanitized":
             from localbench.benchmarks.sopri.defense import sanitize_user
 
-            user = await sanitize_user(user, clients, spec, calls)
+            user = await sanitize_user(user, clients, spec, calls, self.reader)
         toolbox = build_toolbox(user, sandbox_for(user, spec.scenarios), self.reader)
         log = ConversationLog(["attacker", *toolbox.tools])
         vision = vision_of(clients)
