@@ -45,7 +45,8 @@ def majority_profile(users: Iterable["User"]) -> dict[str, str]:
 def _finish(ctx: AttackContext, inferences: list[Inference], what: str) -> AttackResult:
     ctx.log.add(round=0, kind="inferences", sender=ROLE, role=ROLE, content=f"{len(inferences)} inferences ({what})",
                 action={"inferences": [i.model_dump() for i in inferences]}, meta={"answered": True})
-    return AttackResult(inferences, "answered", {"answered": True, "failed_calls": 0, "reference": what})
+    return AttackResult(inferences, "answered", {"answered": True, "failed_calls": 0, "reference": what,
+                                                  "image_input": "none"})
 
 
 class OracleAttacker:

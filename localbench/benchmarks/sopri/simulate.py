@@ -130,12 +130,12 @@ class SopriSimulator:
 
     async def prepare(self, spec: RunSpec, units: list[Unit], clients: RoleClients) -> str:
         """Read with OCR, before any simulation starts, every image that will reach an attacker as
-        text (``runtime.harness.Preparing``): all of them for a text model, the text attacker's
-        users' for a VLM. Images already in the OCR cache cost nothing."""
+        text (``runtime.harness.Preparing``): for a text model, the images of the users of every
+        attacker that looks at images (not TextLLM, which sees none, nor the reference attackers);
+        none for a VLM. Images already in the OCR cache cost nothing."""
         vision = vision_of(clients)
         users = {u.scenario: u.task for u in units
-                 if Condition.parse(u.level).attacker not in REFERENCE
-                 and (not vision or Condition.parse(u.level).attacker == "text")}
+                 if not vision and Condition.parse(u.level).attacker not in (*REFERENCE, "text")}
         paths = [f for user in users.values() for f in image_files(user).values()]
         if not paths:
             return ""
