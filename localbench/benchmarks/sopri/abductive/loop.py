@@ -16,8 +16,9 @@ active, or when the budget cannot pay for any tool. The profile is projected fro
 grounded hypotheses only; suspended and unresolved ones never reach it.
 
 Ablations (``ctx.condition.without``) change what runs: no perceiver → no skim (the hypothesizer
-reads the posts and cites cues in them); no hypothesizer → one projection call over the evidence,
-admitted as it is; no investigator → no routes; no verifier → every candidate admitted unchecked;
+reads the posts and cites cues in them); no hypothesizer → the candidates come once from one
+projection call over the evidence and then go through routing and verification as usual (none is
+proposed later); no investigator → no routes; no verifier → every candidate admitted unchecked;
 no graph → a flat evidence list, no derivation edges, no suspension.
 
 Every model call goes through ``ctx.calls.call`` under a JSON-schema grammar with a seed from
@@ -323,7 +324,9 @@ class AbductiveLoop:
             self.graph.suspend(h.id, why)
 
     async def project_directly(self) -> None:
-        """No hypothesizer: one projection call over the evidence; what it cites is admitted as is."""
+        """No hypothesizer: one projection call over the evidence gives the candidates, once; they enter
+        the loop like the hypothesizer's (routed by the investigator, checked by the verifier), but no
+        new candidate is ever proposed from what the loop finds."""
         g, user = self.graph, self.ctx.user
         ev = g.evidence()
         ans = await self.ask("project", "abductive_project.j2",
@@ -335,9 +338,7 @@ class AbductiveLoop:
             support = [e.id for e in ev if e.post in inf["posts"]]
             if not support and inf["posts"]:
                 support = [g.add_evidence(inf["evidence"] or inf["value"], source="project", posts=inf["posts"]).id]
-            h = g.add_hypothesis(inf["attribute"], inf["value"], support)
-            if h is not None:
-                g.set_status(h.id, "admitted", "projected directly (no hypothesizer)")
+            g.add_hypothesis(inf["attribute"], inf["value"], support)
 
     # -- the loop ----------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -349,13 +350,13 @@ class AbductiveLoop:
             g.add_post(p.id, (p.title or p.caption)[:80])
         if self.on("perceiver"):
             await self.perceive()
-        if not self.on("hypothesizer"):
+        direct = not self.on("hypothesizer")
+        if direct:
             await self.project_directly()
-            return
         steps = 0
         for rnd in range(1, cfg.max_rounds + 1):
             st.round = rnd
-            new = await self.hypothesize(rnd)
+            new = await self.hypothesize(rnd) if not direct else []
             g.wake()
             if not new and not g.hypotheses("active"):
                 st.termination = "answered"  # stable: nothing new, nothing woke
