@@ -371,6 +371,7 @@ def test_the_report_tables_and_figure(tmp_path):
     cost = {r.labels[-1]: r.cells for r in tables["cost"].rows}
     assert cost["single"][2].mean == 3.0 and cost["abductive"][1].mean == pytest.approx(2.5)
     assert "PES" in lead.to_markdown() and tables["pes_by_difficulty"].to_latex()
+    assert any("departs from the paper" in n for n in lead.notes)
     fig = plan.figures[0](run)
     assert fig.ok and fig.name == plan.lead_figure and fig.caption and fig.alt
     few = {t.name for b in plan.tables for t in b(_run(tmp_path, ["single", "text"]), "pm")}

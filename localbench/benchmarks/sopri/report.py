@@ -61,6 +61,13 @@ REFERENCE_NOTES = {
 }
 
 
+ABDUCTIVE_DEPARTURES = (
+    "The abductive attacker departs from the paper's: tool evidence is admitted without its own verification, "
+    "no derived-evidence nodes, no per-attribute merge at projection, route budget 24 (paper: 20), at most 2 "
+    "routes per hypothesis and 24 steps in all (paper: 6 iterations per hypothesis); see docs/sopri.md, "
+    "Departures.")
+
+
 def _transcripts(run: RunData) -> list[Transcript]:
     path = run.path / "transcripts.jsonl"
     try:
@@ -123,6 +130,8 @@ def lead_table(run: RunData, fmt: CellFormat = "pm") -> Table:
                     "over users.")
     t.notes += [note for lv, note in REFERENCE_NOTES.items() if lv in run.levels()]
     t.notes += run_notes(run)
+    if any(lv.startswith("abductive") for lv in run.levels()):
+        t.notes.append(ABDUCTIVE_DEPARTURES)
     return t
 
 
