@@ -56,6 +56,25 @@ def test_graph_typing_duplicates_and_projection_need_a_support_chain():
     assert again.add_evidence("more", source="perceive", posts=["p2"]).id == "e2"
 
 
+def test_projection_merges_each_attribute_into_one_answer():
+    """Per-attribute merge at projection: two admitted hypotheses about home give one answer, the one
+    with more supporting evidence."""
+    from types import SimpleNamespace
+
+    from localbench.benchmarks.sopri.abductive.loop import AbductiveLoop
+
+    g = _graph()
+    e1 = g.add_evidence("a street sign", source="perceive", posts=["p1"])
+    e2 = g.add_evidence("a receipt", source="perceive", posts=["p2"])
+    weak = g.add_hypothesis("home", "Port Ellis", [e1.id])
+    strong = g.add_hypothesis("Home", "Harbor District, Port Ellis", [e1.id, e2.id])
+    other = g.add_hypothesis("hobbies", "running", [e1.id])
+    for h in (weak, strong, other):
+        g.set_status(h.id, "admitted")
+    merged = AbductiveLoop.merged(SimpleNamespace(graph=g))
+    assert [h.id for h in merged] == [strong.id, other.id]
+
+
 def test_suspended_hypotheses_wake_only_on_new_neighbouring_evidence():
     g = _graph()
     e1 = g.add_evidence("a receipt", source="perceive", posts=["p2"], carrier="image:p2/1")

@@ -63,7 +63,8 @@ REFERENCE_NOTES = {
 
 ABDUCTIVE_DEPARTURES = (
     "The abductive attacker departs from the paper's: tool evidence is admitted without its own verification, "
-    "no derived-evidence nodes, no per-attribute merge at projection, route budget 24 (paper: 20), at most 2 "
+    "no derived-evidence nodes, a merge at projection that keeps the best-supported hypothesis per attribute, "
+    "route budget 24 (paper: 20), at most 2 "
     "routes per hypothesis and 24 steps in all (paper: 6 iterations per hypothesis); see docs/sopri.md, "
     "Departures.")
 

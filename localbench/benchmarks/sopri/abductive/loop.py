@@ -33,7 +33,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from localbench.benchmarks.sopri.abductive.graph import EvidenceGraph, Node
+from localbench.benchmarks.sopri.abductive.graph import EvidenceGraph, Node, norm
 from localbench.benchmarks.sopri.abductive.routing import (
     Budget,
     Route,
@@ -380,11 +380,23 @@ class AbductiveLoop:
         for h in g.hypotheses("active") + g.hypotheses("suspended"):
             g.set_status(h.id, "unresolved", h.reason or "the loop ended before it was settled")
 
+    def merged(self) -> list[Node]:
+        """Per-attribute merge at projection: of the admitted, grounded hypotheses about one attribute
+        (compared by ``norm``), the one with the most supporting evidence (ties: the oldest) is its
+        answer; in the order the chosen ones were made."""
+        best: dict[str, Node] = {}
+        for h in sorted(self.graph.projected(), key=lambda n: n.seq):
+            key = norm(h.attribute or "")
+            if key not in best or len(self.graph.supporting(h.id)) > len(self.graph.supporting(best[key].id)):
+                best[key] = h
+        return sorted(best.values(), key=lambda n: n.seq)
+
     def inferences(self) -> list[Inference]:
-        """The profile: admitted, grounded hypotheses only, oldest first, at most ``max_inferences``."""
+        """The profile: one answer per attribute (``merged``) from admitted, grounded hypotheses only,
+        oldest first, at most ``max_inferences``."""
         g, order = self.graph, {p.id: k for k, p in enumerate(self.ctx.user.posts)}
         out = []
-        for h in sorted(g.projected(), key=lambda n: n.seq)[: self.ctx.max_inferences]:
+        for h in self.merged()[: self.ctx.max_inferences]:
             posts = sorted(g.posts_of(h.id), key=lambda p: order.get(p, 0))
             cues = "; ".join(g.nodes[e].text for e in g.supporting(h.id))
             out.append(Inference(attribute=h.attribute or "", value=h.value or "", posts=posts,
