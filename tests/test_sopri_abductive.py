@@ -252,6 +252,21 @@ def test_unresolved_and_failed_verdicts_are_never_projected(tmp_path):
     assert all(not s["ok"] and s["failure"] for s in res3.payload["steps"] if "ok" in s and s.get("prompt"))
 
 
+def test_no_hypothesis_takes_more_than_six_iterations(tmp_path):
+    """The paper's limit: at most 6 select → verify iterations per hypothesis, however much budget,
+    routes and steps are left (the verifier never settles here)."""
+    n = iter(range(10_000))
+    res, _, _ = _run(tmp_path, script=Script(verify=lambda t, ids: ("unresolved", ids[:1]),
+                                             route=lambda schema: {"tool": "search",
+                                                                   "args": {"query": f"cafe {next(n)}"}}),
+                     budget=200, abductive_routes=50, abductive_steps=200, abductive_rounds=1)
+    per: dict[str, int] = {}
+    for s in res.payload["steps"]:
+        if s["phase"] == "verify":
+            per[s["hypothesis"]] = per.get(s["hypothesis"], 0) + 1
+    assert per and max(per.values()) == 6
+
+
 @pytest.mark.parametrize("budget", [0, 1, 2, 3, 5])
 def test_the_route_budget_is_never_exceeded(tmp_path, budget):
     """Every hypothesis wants routes (the verifier never settles, the model always asks for search);

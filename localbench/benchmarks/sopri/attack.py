@@ -142,7 +142,7 @@ class AttackContext:
     key: str  # the simulation key (request tags)
     vision: bool  # the attacker model takes images; otherwise images are given as OCR text + alt text
     max_inferences: int = MAX_INFERENCES
-    budget: int = 24  # route budget (abductive): total tool cost it may spend
+    budget: int = 20  # route budget B (the paper: 20): total tool cost it may spend
     settings: dict[str, Any] = field(default_factory=dict)  # extra knobs from spec.extra
 
 

@@ -64,9 +64,8 @@ REFERENCE_NOTES = {
 ABDUCTIVE_DEPARTURES = (
     "The abductive attacker departs from the paper's: tool evidence is admitted without its own verification, "
     "no derived-evidence nodes, a merge at projection that keeps the best-supported hypothesis per attribute, "
-    "route budget 24 (paper: 20), at most 2 "
-    "routes per hypothesis and 24 steps in all (paper: 6 iterations per hypothesis); see docs/sopri.md, "
-    "Departures.")
+    "localbench's tool cost table, and at most 2 routes per hypothesis and 24 steps in all besides the "
+    "paper's B = 20 and 6 iterations per hypothesis; see docs/sopri.md, Departures.")
 
 
 def _transcripts(run: RunData) -> list[Transcript]:

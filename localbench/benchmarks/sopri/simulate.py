@@ -41,7 +41,7 @@ from localbench.spec import RunSpec, SpecError
 CALL_ROLES = ("attacker", "sanitizer")
 TEMPERATURES = {"attacker": 0.7, "sanitizer": 0.7}
 ANSWER_TOKENS = 768  # a profile of a dozen inferences does not fit a chat turn's 200 tokens
-ROUTE_BUDGET = 24
+ROUTE_BUDGET = 20  # the paper's B = 20 cost units
 NOT_ANSWERED = ("no_answer", "context_exhausted")
 
 

@@ -75,12 +75,14 @@ class LoopSettings:
     max_rounds: int = 3  # hypothesize passes
     max_steps: int = 24  # select → verify steps in all
     max_routes: int = 2  # routes per hypothesis before it waits for its neighbourhood
+    max_iterations: int = 6  # select → verify iterations per hypothesis (the paper's limit)
 
     @classmethod
     def of(cls, settings: dict[str, Any]) -> "LoopSettings":
         """``abductive_rounds`` / ``_steps`` / ``_routes`` from ``spec.extra``; the rounds default to the
         run's round limit for the user's cohort (``max_rounds``)."""
-        keys = {"max_rounds": "abductive_rounds", "max_steps": "abductive_steps", "max_routes": "abductive_routes"}
+        keys = {"max_rounds": "abductive_rounds", "max_steps": "abductive_steps", "max_routes": "abductive_routes",
+                "max_iterations": "abductive_iterations"}
         got = {k: int(settings[v]) for k, v in keys.items() if settings.get(v) is not None}
         if "max_rounds" not in got and settings.get("max_rounds") is not None:
             got["max_rounds"] = int(settings["max_rounds"])
@@ -95,6 +97,7 @@ class LoopState:
     tried: set[str] = field(default_factory=set)  # route signatures already run
     termination: str = "answered"
     n: int = 0  # step counter
+    iterations: dict[str, int] = field(default_factory=dict)  # hypothesis id -> select → verify iterations
     round: int = 1  # hypothesize pass (the perceive skim belongs to the first)
 
 
@@ -375,6 +378,9 @@ class AbductiveLoop:
                     else:
                         await self.collect(h, r)
                 await self.verify(h)
+                st.iterations[h.id] = st.iterations.get(h.id, 0) + 1
+                if st.iterations[h.id] >= cfg.max_iterations and h.status in ("active", "suspended"):
+                    g.set_status(h.id, "unresolved", f"iteration limit ({cfg.max_iterations}) reached")
             if st.termination == "budget" or steps >= cfg.max_steps:
                 break
         for h in g.hypotheses("active") + g.hypotheses("suspended"):
