@@ -43,6 +43,20 @@ def test_exact_judge_scores_the_deepest_level_a_compound_answer_gets_right():
     assert normalise("Zürich_Nord!") == "zurich nord"
 
 
+def test_majority_leaves_the_user_out():
+    import asyncio
+    from types import SimpleNamespace
+
+    from localbench.benchmarks.sopri.reference import MajorityAttacker
+    from localbench.runtime.log import ConversationLog
+
+    users = load_users("builtin").users
+    me = users[0]
+    ctx = SimpleNamespace(user=me, settings={"suite_users": users}, log=ConversationLog(["attacker"]))
+    got = {i.attribute: i.value for i in asyncio.run(MajorityAttacker().attack(ctx)).inferences}
+    assert got == {k: v[:120] for k, v in majority_profile(users[1:]).items()}
+
+
 def test_majority_profile_is_the_most_common_value_per_slot():
     users = load_users("builtin").users
     maj = majority_profile(users)

@@ -5,9 +5,9 @@
   the exact judge its PES must be 1.0, and with a model judge close to it (what it misses is the
   judge's error).
 - ``none`` answers an empty profile: PES 0.
-- ``majority`` answers, for every attribute the suite leaks, the value most users of the suite
-  have (ties broken alphabetically; the user itself included): the guessing floor a real attacker
-  has to beat, shown in the report beside every attacker.
+- ``majority`` answers, for every attribute the suite leaks, the value most of the suite's other
+  users have (leave-one-out: the user's own values never count; ties broken alphabetically): the
+  guessing floor a real attacker has to beat, shown in the report beside every attacker.
 
 None of them calls a model; each logs its answer like any attacker, so transcripts, judges and
 reports treat them alike.
@@ -76,7 +76,7 @@ class MajorityAttacker:
     name = "majority"
 
     async def attack(self, ctx: AttackContext) -> AttackResult:
-        suite = ctx.settings.get("suite_users") or [ctx.user]
+        suite = [u for u in ctx.settings.get("suite_users") or [] if u.id != ctx.user.id]
         infs = [Inference(attribute=slot, value=value[:120], posts=[], evidence="the suite's most common value")
                 for slot, value in majority_profile(suite).items()]
         return _finish(ctx, infs, "majority: the suite's most common value per attribute")

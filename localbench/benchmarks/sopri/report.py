@@ -53,7 +53,7 @@ def _table(run: RunData, fmt: CellFormat, name: str, title: str, metrics: tuple[
 
 
 REFERENCE_NOTES = {
-    "majority": "majority: the guessing floor (each attribute answered with the suite's most common value, no "
+    "majority": "majority: the guessing floor (each attribute answered with the most common value among the suite's other users, no "
                 "model); an attacker at or below it has learned nothing from the posts.",
     "oracle": "oracle: the ground truth through the same schema and judges (the ceiling; below 1.0 only by the "
               "judge's error).",
