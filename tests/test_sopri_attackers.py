@@ -145,10 +145,28 @@ def test_text_attacker_sees_every_post_once_and_a_failed_answer_is_a_failure(use
     t, backend = play(user, "text", lambda req: ("not json", "stop"), tmp_path)
     [req] = backend.calls
     prompt = req.messages[1]["content"]
-    assert all(f"=== Post {p} ===" in prompt for p in ("p1", "p2", "p3")) and "Rabies vaccine" in prompt
+    assert all(f"=== Post {p} ===" in prompt for p in ("p1", "p2", "p3")) and "Rabies vaccine" not in prompt
     assert req.output.schema == profile_schema(["p1", "p2", "p3"], 3)
     assert t.termination == "no_answer" and not t.payload["answered"] and t.payload["inferences"] == []
-    assert t.payload["image_input"] == "ocr-text" and t.payload["condition"]["attacker"] == "text"
+    assert t.payload["image_input"] == "none" and t.payload["condition"]["attacker"] == "text"
+
+
+def test_text_attacker_gets_post_text_and_no_image_content_of_any_kind(user, tmp_path):
+    """The paper's TextLLM (Appendix B): caption, hashtags, time and IP region; no pixels, alt text,
+    OCR or other metadata, even on a VLM, and no tools."""
+    for vision in (False, True):
+        t, backend = play(user, "text", lambda req: (json.dumps(ANSWER), "stop"), tmp_path, vision=vision)
+        [req] = backend.calls
+        prompt = req.messages[1]["content"]
+        assert isinstance(prompt, str) and not has_images(req.messages)
+        for p in user.posts:
+            assert p.caption in prompt and p.timestamp in prompt and all(tag in prompt for tag in p.tags)
+            assert not p.ip_region or p.ip_region in prompt
+            for im in p.images:
+                assert (not im.alt or im.alt not in prompt) and "OCR" not in prompt
+                assert not any(line in prompt for line in im.text.splitlines() if len(line) > 6)
+            assert not any(f"{k}: {v}" in prompt for k, v in p.metadata.items())
+        assert "tool" not in json.dumps(req.output.schema) and t.payload["image_input"] == "none"
 
 
 def test_post_attacker_reads_each_post_alone_then_merges(user, tmp_path):
@@ -196,8 +214,8 @@ def test_a_vlm_gets_pixels_and_a_text_model_gets_ocr_text(user, tmp_path):
     with_images = [r.tag for r in backend.calls if has_images(r.messages)]
     assert with_images == [f"{user.id}|post|0 read p1", f"{user.id}|post|0 read p2"]
     assert t.payload["image_input"] == "pixels"
-    t2, backend2 = play(user, "text", reply, tmp_path, vision=True)  # the text attacker reads OCR even on a VLM
-    assert not any(has_images(r.messages) for r in backend2.calls) and t2.payload["image_input"] == "ocr-text"
+    t2, backend2 = play(user, "text", reply, tmp_path, vision=True)  # the text attacker sees no image even on a VLM
+    assert not any(has_images(r.messages) for r in backend2.calls) and t2.payload["image_input"] == "none"
     assert "(the image is attached below)" not in backend2.calls[0].messages[1]["content"]
     # the single agent's crop comes back as pixels to a VLM
     steps = iter([{"tool": "crop", "args": {"image": "p2/1", "box": [0, 0, 0.6, 0.35], "zoom": 2}}, ANSWER])
@@ -209,8 +227,8 @@ def test_a_vlm_gets_pixels_and_a_text_model_gets_ocr_text(user, tmp_path):
 
 def test_simulator_refuses_unknown_conditions_naming_levels(tmp_path):
     sim = SopriSimulator()
-    with pytest.raises(SpecError, match="field 'levels'.*unknown attacker 'oracle'"):
-        sim.check(spec_for(tmp_path, ["single", "oracle"]))
+    with pytest.raises(SpecError, match="field 'levels'.*unknown attacker 'sage'"):
+        sim.check(spec_for(tmp_path, ["single", "sage"]))
     with pytest.raises(SpecError, match="extra.route_budget"):
         sim.check(spec_for(tmp_path, ["single"], route_budget=-1))
     sim.check(spec_for(tmp_path, ["single", "abductive-no-verifier", "text+sanitized"]))
@@ -241,18 +259,18 @@ def test_images_are_read_before_the_simulations_start_and_once_across_runs(user,
         return sim, asyncio.run(simulate_scenarios(spec, sim, [user], clients_for(backend), spec.run_dir,
                                                    progress=False))
 
-    sim, summary = run("first", ["text", "post"])
+    sim, summary = run("first", ["post", "selfdisc"])
     assert summary.done == 2 and summary.errors == 0 and summary.prepare_s > 0
     assert sim.reader.runs == n_images and seen_at_start == [n_images, n_images]  # all read before either began
     assert len(list((tmp_path / "cache" / "ocr").glob("*.txt"))) == n_images
-    sim, summary = run("second", ["text"])
+    sim, summary = run("second", ["post"])
     assert summary.done == 1 and sim.reader.runs == 0  # a later run: every image from the disk cache
 
     monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
     ocr.tesseract_version.cache_clear()
     try:
         with pytest.raises(UserError, match=rf"{n_images} images of 1 users as OCR text.*tesseract-ocr"):
-            run("third", ["text"])
+            run("third", ["post"])
     finally:
         ocr.tesseract_version.cache_clear()
     assert not (tmp_path / "third" / "transcripts.jsonl").exists()
@@ -303,7 +321,7 @@ def test_every_attacker_end_to_end_on_the_tiny_model(user, tiny_backend, tmp_pat
     by = {r["level"]: r for r in recs}
     assert by["post"]["n_calls"] == by["selfdisc"]["n_calls"] == 4  # three posts, one aggregation
     assert by["single"]["n_calls"] <= 3 and by["text"]["n_calls"] == 1
-    assert all(r["payload"]["image_input"] == "ocr-text" for r in recs)
+    assert all(r["payload"]["image_input"] == ("none" if r["level"] == "text" else "ocr-text") for r in recs)
     spec_yaml = (tmp_path / "run" / "spec.yaml").read_text()
     assert "tesseract" in spec_yaml and "prompt_set" in spec_yaml
 

@@ -27,7 +27,8 @@ def builtin():
 
 
 def test_builtin_suite_covers_the_benchmark(builtin):
-    assert len(builtin.users) >= 10 and not builtin.issues
+    # the D4 rule's warnings are the suite's known defect (issue 30, docs/sopri.md Departures): anything else fails
+    assert len(builtin.users) >= 10 and not [i for i in builtin.issues if i.code != "d4_single_post"]
     types, diffs = Counter(), Counter()
     for u in builtin.users:
         assert len(u.posts) >= 10
@@ -253,3 +254,35 @@ def test_model_captions_keep_cues_or_fall_back(tmp_path, tiny_dir):
         else:
             keep = gen._draft(0, 5).keep[pid]
             assert all(k.lower() in post.caption.lower() for k in keep)
+
+
+def _d4_user(second_caption: str):
+    """A user whose home district is labelled cross-post (D4) from posts p1 and p2."""
+    posts = [{"id": "p1", "caption": "New flat, the tram stops right outside in Harbor District.",
+              "timestamp": "2025-03-01T08:00:00"},
+             {"id": "p2", "caption": second_caption, "timestamp": "2025-03-02T08:00:00"}]
+    home = {"slot": "home", "value": "Maple Court", "path": ["Freedonia", "Westmark", "Port Ellis", "Harbor District",
+                                                             "Maple Court"], "sensitivity": 4,
+            "leak": {"type": "cross-post", "difficulty": 4, "posts": ["p1", "p2"], "depth": 4}}
+    from localbench.benchmarks.sopri.scenario import User
+
+    return User.model_validate({"id": "u1", "nickname": "n", "posts": posts, "profile": [home]})
+
+
+def test_a_d4_label_one_post_suffices_for_is_flagged():
+    """The D4 rule: no single cited post carries the value (or its parent in the hierarchy) alone."""
+    from localbench.benchmarks.sopri.loaders import lint
+
+    alone = [i for i in lint(_d4_user("Harbor District, Port Ellis: best noodles on the pier."), "f")
+             if i.code == "d4_single_post"]
+    assert {i.message.split("but post ")[1].split()[0] for i in alone} == {"p1", "p2"}
+    assert "home" in alone[0].message and alone[0].field == "profile[0].leak.difficulty"
+
+
+def test_a_true_cross_post_d4_label_passes():
+    from localbench.benchmarks.sopri.loaders import lint
+
+    # p1 names only the district's landmark-free description, p2 only the tram line: neither names a level alone
+    u = _d4_user("Tram 4 to the office again.")
+    u.posts[0].caption = "New flat, the tram stops right outside."
+    assert not [i for i in lint(u, "f") if i.code == "d4_single_post"]

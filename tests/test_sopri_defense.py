@@ -45,8 +45,8 @@ def rewrite(req):
 def test_text_images_are_masked_so_ocr_reads_nothing(tmp_path):
     user = make_user(tmp_path)
     receipt = user.posts[1].images[0]
-    assert masks(receipt) and not masks(user.posts[2].images[0])
     reader = OcrReader()
+    assert masks(user.image_path(receipt), reader) and not masks(user.image_path(user.posts[2].images[0]), reader)
     before = reader.read_file(user.image_path(receipt))
     assert "GREEN LEAF" in before.upper()  # the check can fail: tesseract reads the original
     mask_image(user.image_path(receipt), tmp_path / "masked.png")
@@ -75,6 +75,26 @@ def test_sanitizer_rewrites_every_post_with_seeds_of_user_and_post_only(tmp_path
     assert a.image_path(a.posts[1].images[0]).read_bytes() != user.image_path(user.posts[1].images[0]).read_bytes()
     assert a.image_path(a.posts[2].images[0]).read_bytes() == user.image_path(user.posts[2].images[0]).read_bytes()
     assert sanitized_payload(user) == []
+
+
+def test_the_sanitizer_sees_only_the_posts_never_the_annotations(tmp_path):
+    """What a deployed sanitizer has: masking is decided on the pixels (the receipt's annotations are
+    swapped to a text-less photo's and the photo's to a receipt's, and the masking does not move), and
+    its prompts carry no image kind, planted text or profile value."""
+    user = make_user(tmp_path)
+    p2, p3 = user.posts[1], user.posts[2]
+    lying = user.model_copy(update={"posts": [
+        user.posts[0],
+        p2.model_copy(update={"images": [p2.images[0].model_copy(update={"kind": "photo", "text": ""})]}),
+        p3.model_copy(update={"images": [p3.images[0].model_copy(update={"kind": "receipt",
+                                                                          "text": "GREEN LEAF CAFE"})]})]}).at(user.folder)
+    backend = ScriptedBackend(rewrite)
+    out = asyncio.run(sanitize_user(lying, None, _spec(tmp_path), _calls(backend)))
+    rec = sanitized_payload(out)
+    assert rec[1]["masked"] == ["p2/1"] and rec[2]["masked"] == []
+    sent = "\n".join(m["content"] for r in backend.calls for m in r.messages)
+    for secret in ("(receipt", "(photo", "GREEN LEAF CAFE", "Harbor District", "Green Leaf Cafe", "a dog called Biscuit"):
+        assert secret not in sent, secret
 
 
 def test_a_failed_rewrite_is_recorded_and_the_post_kept_as_written(tmp_path):

@@ -371,7 +371,30 @@ def test_the_report_tables_and_figure(tmp_path):
     cost = {r.labels[-1]: r.cells for r in tables["cost"].rows}
     assert cost["single"][2].mean == 3.0 and cost["abductive"][1].mean == pytest.approx(2.5)
     assert "PES" in lead.to_markdown() and tables["pes_by_difficulty"].to_latex()
+    assert any("departs from the paper" in n for n in lead.notes)
     fig = plan.figures[0](run)
     assert fig.ok and fig.name == plan.lead_figure and fig.caption and fig.alt
     few = {t.name for b in plan.tables for t in b(_run(tmp_path, ["single", "text"]), "pm")}
     assert "ablation" not in few and "defense" not in few
+
+
+def test_the_report_notes_context_cuts_failed_calls_and_a_judge_that_cannot_judge(tmp_path):
+    """report.md never says 'Notes: None' over a run with cut contexts or failed calls; a random-weights
+    judge, or the attacker's own model as judge, is warned about."""
+    from localbench.benchmarks.sopri.report import lead_table
+    from localbench.records import LogEntry
+
+    run = _run(tmp_path, ["single"])
+    assert not any("Context cuts" in n or "Warning" in n for n in lead_table(run).notes)
+    t = _t("u0|single|0", INFS, level="single").model_copy(update={
+        "n_context_cuts": 4, "context_cuts": [{"dropped": 1, "exhausted": False}] * 4, "n_failed_turns": 2,
+        "entries": [LogEntry(index=0, round=0, kind="failed", sender="attacker", meta={"failure": "bad json (cut by max_tokens)"}),
+                    LogEntry(index=1, round=1, kind="failed", sender="attacker", meta={"failure": "bad json"})]})
+    (tmp_path / "transcripts.jsonl").write_text(t.model_dump_json() + "\n")
+    run.spec_doc = {"spec": {"benchmark": "sopri", "models": {"attacker": "tiny-random"}}}
+    notes = "\n".join(lead_table(run).notes)
+    assert "Context cuts: 4 prompts in 1 simulations" in notes
+    assert "Failed model calls: 2 over 1 simulations (1 of them cut by max_tokens)" in notes
+    assert "has random weights" in notes and "the attacker's own model" in notes
+    run.spec_doc = {"spec": {"benchmark": "sopri", "models": {"attacker": "tiny-random"}, "extra": {"judge": "exact"}}}
+    assert "exact rule" in "\n".join(lead_table(run).notes) and "Warning" not in "\n".join(lead_table(run).notes)

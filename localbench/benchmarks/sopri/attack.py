@@ -3,11 +3,13 @@
 A simulation is one attacker investigating one user. The condition axis value (``spec.levels``)
 names the attacker, any ablation flags and any defense: ``text``, ``post``, ``selfdisc``,
 ``single``, ``abductive``, ``abductive-no-verifier`` (an ablation), ``single+sanitized`` (the
-attacker against the sanitizer's rewrite of the user's posts).
+attacker against the sanitizer's rewrite of the user's posts), and the reference attackers
+``oracle``, ``none`` and ``majority`` (``reference``), which check the scoring.
 
 Every attacker returns ``Inference``s: free-form (attribute, value) guesses citing the posts they
 rest on. The evaluator, not the attacker, maps each to one of the 28 slots (template-blind: it never
-sees which attacker made it or how).
+sees which attacker made it or how). One answer per attribute: the first inference matched to a
+slot is the one scored (``evaluate.matched_inferences``); later ones about the same slot earn nothing.
 """
 
 from __future__ import annotations
@@ -67,6 +69,9 @@ ATTACKERS: dict[str, str] = {
     "selfdisc": "localbench.benchmarks.sopri.attackers:SelfDisc",
     "single": "localbench.benchmarks.sopri.attackers:SingleAgent",
     "abductive": "localbench.benchmarks.sopri.abductive.attacker:AbductiveAttacker",
+    "oracle": "localbench.benchmarks.sopri.reference:OracleAttacker",
+    "none": "localbench.benchmarks.sopri.reference:NoneAttacker",
+    "majority": "localbench.benchmarks.sopri.reference:MajorityAttacker",
 }
 """attacker name → "module:Class" (imported when a simulation needs it)."""
 
@@ -83,8 +88,11 @@ DEFENSES: dict[str, str] = {
     "sanitized": "the posts rewritten by the sanitizer to lower exposure while keeping each post's social intent",
 }
 
+REFERENCE = ("oracle", "none", "majority")
+"""Reference attackers (``reference``): no model; they check the scoring (ceiling, zero, guessing floor)."""
+
 ATTACKER_ORDER: tuple[str, ...] = ("single", "text", "post", "selfdisc", "abductive",
-                                   *(f"abductive-no-{f}" for f in ABLATIONS))
+                                   *(f"abductive-no-{f}" for f in ABLATIONS), *REFERENCE)
 """Display order; the first is the baseline the others are compared with (paired bootstrap)."""
 
 
@@ -134,7 +142,7 @@ class AttackContext:
     key: str  # the simulation key (request tags)
     vision: bool  # the attacker model takes images; otherwise images are given as OCR text + alt text
     max_inferences: int = MAX_INFERENCES
-    budget: int = 24  # route budget (abductive): total tool cost it may spend
+    budget: int = 20  # route budget B (the paper: 20): total tool cost it may spend
     settings: dict[str, Any] = field(default_factory=dict)  # extra knobs from spec.extra
 
 

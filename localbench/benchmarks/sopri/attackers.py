@@ -136,13 +136,14 @@ def _system(template: str, ctx: AttackContext, **extra: Any) -> Message:
 # -- TextLLM ------------------------------------------------------------------------------------
 
 class TextLLM:
-    """All of a user's text (images as alt text + OCR text, even for a VLM) at once → one profile."""
+    """All of a user's post text at once → one profile: title, caption, hashtags, time and IP region of
+    every post, no image content of any kind and no tools (the paper's TextLLM, Appendix B)."""
 
     name = "text"
 
     async def attack(self, ctx: AttackContext) -> AttackResult:
         s = Session(ctx)
-        inp = await PostsInput.prepare(ctx.user, False, reader_of(ctx))
+        inp = PostsInput.text_of(ctx.user)
         posts = ctx.user.posts
         system = _system("text_system.j2", ctx)
 

@@ -2,12 +2,13 @@
 
 The ``sanitizer`` role rewrites every post's title, caption, tags and image descriptions under a
 JSON-schema grammar (one description per image, no more tags than the post had), asked to keep the
-post's social intent; the utility judge (``intent``) later says whether it did. Images that carry
-text (a receipt, a ticket, a badge, a screenshot, a sign, a notice, or any image with planted text)
-are masked with PIL — pixelated to a coarse grid and blurred, so neither OCR nor a VLM can read
+post's social intent; the utility judge (``intent``) later says whether it did. Images in which OCR
+(tesseract, what a deployed sanitizer can run) finds words are masked with PIL — pixelated to a coarse grid and blurred, so neither OCR nor a VLM can read
 them while the picture keeps its colours — and written to a cache folder under the run directory
 (``sanitized/<user>/``); the returned user points its images there. Other images are copied as they
 are. Timestamps, IP regions and metadata are the platform's, not the author's text, and are kept.
+The sanitizer sees only what a deployed system has: the posts and their pixels, never the
+benchmark's annotations (an image's kind or planted text, the profile, the leaks).
 
 Every seed derives from the run seed, the user and the post only, never from the attacker, so every
 attacker sees the same sanitized posts and the response cache makes it one rewrite per post. A
@@ -20,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -27,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import PrivateAttr
 
-from localbench.benchmarks.sopri.images import TEXT_KINDS
+from localbench.benchmarks.sopri.ocr import OcrReader
 from localbench.benchmarks.sopri.prompting import PROMPTS
 from localbench.benchmarks.sopri.scenario import Post, PostImage, User
 from localbench.runtime.calls import OutOfContext
@@ -62,9 +64,14 @@ def sanitized_payload(user: User) -> list[dict[str, Any]]:
     return list(getattr(user, "_sanitized", None) or [])
 
 
-def masks(image: PostImage) -> bool:
-    """Whether an image carries text and is masked."""
-    return image.kind.lower() in TEXT_KINDS or bool(image.text.strip())
+def carries_text(ocr_text: str) -> bool:
+    """Whether OCR read at least one word (three letters or digits in a row) in an image."""
+    return re.search(r"[^\W_]{3,}", ocr_text) is not None
+
+
+def masks(path: Path, reader: OcrReader) -> bool:
+    """Whether the image at ``path`` carries text and is masked: decided on its pixels by OCR."""
+    return carries_text(reader.read_file(path))
 
 
 def rewrite_schema(post: Post) -> dict[str, Any]:
@@ -115,7 +122,7 @@ def cache_folder(spec: "RunSpec", user: User) -> Path:
     return Path(spec.run_dir) / FOLDER / f"{user.id}-{digest}"
 
 
-def _images(user: User, folder: Path | None) -> dict[str, list[str]]:
+def _images(user: User, folder: Path | None, reader: OcrReader) -> dict[str, list[str]]:
     """Mask or copy each image into ``folder``; post id → the ids of the images masked."""
     masked: dict[str, list[str]] = {}
     for post in user.posts:
@@ -123,7 +130,7 @@ def _images(user: User, folder: Path | None) -> dict[str, list[str]]:
             if folder is None:
                 continue
             src, dst = user.image_path(img), folder / img.file
-            if masks(img):
+            if masks(src, reader):
                 mask_image(src, dst)
                 masked.setdefault(post.id, []).append(f"{post.id}/{n}")
             else:
@@ -131,8 +138,9 @@ def _images(user: User, folder: Path | None) -> dict[str, list[str]]:
     return masked
 
 
-async def _rewrite(user: User, post: Post, calls: "SimulationCalls", seed: int) -> tuple[dict | None, dict[str, Any]]:
-    images = [{"kind": i.kind, "alt": i.alt, "masked": masks(i)} for i in post.images]
+async def _rewrite(user: User, post: Post, calls: "SimulationCalls", seed: int,
+                   masked: list[str]) -> tuple[dict | None, dict[str, Any]]:
+    images = [{"alt": i.alt, "masked": f"{post.id}/{n}" in masked} for n, i in enumerate(post.images, 1)]
     messages = [{"role": "system", "content": PROMPTS.render("sanitize_system.j2")},
                 {"role": "user", "content": PROMPTS.render("sanitize_post.j2", post=post, images=images,
                                                            max_tags=len(post.tags))}]
@@ -147,19 +155,22 @@ async def _rewrite(user: User, post: Post, calls: "SimulationCalls", seed: int) 
     return (res.parsed if res.ok else None), {"ok": res.ok, "failure": res.failure, "call": res.summary()}
 
 
-async def sanitize_user(user: User, clients: "RoleClients", spec: "RunSpec", calls: "SimulationCalls") -> User:
+async def sanitize_user(user: User, clients: "RoleClients", spec: "RunSpec", calls: "SimulationCalls",
+                        reader: OcrReader | None = None) -> User:
     """The user as the sanitizer would publish them: every post rewritten, text-bearing images masked.
 
-    ``clients`` are the simulation's (the sanitizer's calls go through ``calls``, which holds them)."""
+    ``clients`` are the simulation's (the sanitizer's calls go through ``calls``, which holds them);
+    ``reader`` the run's OCR reader (which images carry text)."""
     folder = cache_folder(spec, user) if user.folder is not None else None
-    masked = await asyncio.to_thread(_images, user, folder)
-    answers = await asyncio.gather(*(_rewrite(user, p, calls, derive_seed(spec.seed, "sanitize", user.id, p.id))
+    masked = await asyncio.to_thread(_images, user, folder, reader or OcrReader())
+    answers = await asyncio.gather(*(_rewrite(user, p, calls, derive_seed(spec.seed, "sanitize", user.id, p.id),
+                                              masked.get(p.id, []))
                                      for p in user.posts))
     posts, record = [], []
     for post, (ans, outcome) in zip(user.posts, answers):
         hidden = masked.get(post.id, [])
         imgs = [PostImage(file=i.file, kind=i.kind, alt=(ans["alts"][n] if ans else i.alt),
-                          text="" if masks(i) else i.text) for n, i in enumerate(post.images)]
+                          text="" if f"{post.id}/{n + 1}" in hidden else i.text) for n, i in enumerate(post.images)]
         new = post.model_copy(update={"images": imgs, **({k: ans[k] for k in ("title", "caption", "tags")}
                                                          if ans else {})})
         posts.append(new)

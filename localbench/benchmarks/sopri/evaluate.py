@@ -39,13 +39,26 @@ def inferences_of(t: Transcript) -> list[Inference]:
 
 
 def matched_inferences(inferences: list[Inference], slots: dict[str, str]) -> dict[str, list[Inference]]:
-    """Slot → the inferences the slot judge matched to it (keys ``i1``.. in inference order)."""
+    """Slot → its answer: the first inference the slot judge matched to it (keys ``i1``.. in inference
+    order). One answer per attribute: a later inference about the same slot is not scored, so hedging
+    across several guesses earns nothing (``extra_guesses`` counts them)."""
     out: dict[str, list[Inference]] = {}
     for n, inf in enumerate(inferences):
         slot = slots.get(f"i{n + 1}")
-        if slot and slot != "none":
-            out.setdefault(slot, []).append(inf)
+        if slot and slot != "none" and slot not in out:
+            out[slot] = [inf]
     return out
+
+
+def extra_guesses(inferences: list[Inference], slots: dict[str, str]) -> int:
+    """Inferences matched to a slot another inference already answered (not scored)."""
+    named = [s for n in range(len(inferences)) if (s := slots.get(f"i{n + 1}")) and s != "none"]
+    return len(named) - len(set(named))
+
+
+def judge_name(spec: RunSpec) -> str:
+    """``exact`` when the spec asks for the deterministic judge (``extra.judge: exact``), else ``model``."""
+    return str(spec.extra.get("judge") or "model")
 
 
 def _rule(store: RecordStore[Judgment], t: Transcript, judge: str, rubric: str, label: dict[str, Any]) -> Judgment:
@@ -66,7 +79,10 @@ def build_tasks(spec: RunSpec, transcripts: list[Transcript], scenarios: dict[st
     """Every judge call still to make for these transcripts; rule labels are written to ``store``."""
     from localbench.benchmarks.sopri.judges import GRANULARITY_RUBRIC, SLOT_RUBRIC
 
+    from localbench.benchmarks.sopri import exact
+
     have = _stored(store)
+    by_rule = judge_name(spec) == exact.EXACT
     tasks: list[JudgeTask] = []
     for t in transcripts:
         if t.error:
@@ -76,8 +92,11 @@ def build_tasks(spec: RunSpec, transcripts: list[Transcript], scenarios: dict[st
             raise KeyError(f"transcript {t.key}: user '{t.scenario}' is not in {spec.scenarios}")
         infs = inferences_of(t)
         slot_key = judge_key(t.key, SLOT_JUDGE)
-        if not infs:
-            slot_j: Judgment | None = have.get(slot_key) or _rule(store, t, SLOT_JUDGE, SLOT_RUBRIC, rule_slots())
+        if by_rule:
+            slot_j: Judgment | None = have.get(slot_key) or _rule(store, t, SLOT_JUDGE, exact.RUBRIC,
+                                                                  exact.exact_slots(infs))
+        elif not infs:
+            slot_j = have.get(slot_key) or _rule(store, t, SLOT_JUDGE, SLOT_RUBRIC, rule_slots())
         else:  # planned even when stored: the runner skips it and counts it as already done
             slot_j = have.get(slot_key)
             tasks.append(judge_task(spec, t, slot_call(infs), decode_slots, PLANNED))
@@ -87,6 +106,10 @@ def build_tasks(spec: RunSpec, transcripts: list[Transcript], scenarios: dict[st
         if not any(matched.get(a.slot) for a in user.leaked):
             if judge_key(t.key, GRANULARITY_JUDGE) not in have:
                 _rule(store, t, GRANULARITY_JUDGE, GRANULARITY_RUBRIC, rule_levels())
+            continue
+        if by_rule:
+            if judge_key(t.key, GRANULARITY_JUDGE) not in have:
+                _rule(store, t, GRANULARITY_JUDGE, exact.RUBRIC, exact.exact_levels(user, matched))
             continue
         tasks.append(judge_task(spec, t, granularity_call(user, matched), decode_levels, PLANNED))
     return tasks + intent_tasks(spec, transcripts, scenarios, store)  # the defense's utility, where it ran

@@ -27,6 +27,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from localbench.benchmarks.sopri import images as img
+from localbench.benchmarks.sopri.sensitivity import sensitivity_of
 from localbench.benchmarks.sopri.scenario import (
     SLOT_LIST,
     Attribute,
@@ -41,13 +42,12 @@ from localbench.benchmarks.sopri.suite_plan import (
     Recipe,
     draw_profile,
     plan_leaks,
-    sensitivity,
 )
 from localbench.benchmarks.sopri.world import documents_jsonl, gazetteer_csv, world
 from localbench.scenario_files import ScenarioError
 
 GENERATOR = "localbench.sopri.generate"
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"  # 2: contextual sensitivity from the declared table (sensitivity.py), no random noise
 SUITE_N, SUITE_SEED = 12, 2026  # the shipped suite scenarios/sopri-mini/
 N_POSTS = 10
 CUE_POSTS = 8  # posts that may carry cues; the rest are distractors
@@ -186,7 +186,7 @@ def _draft(i: int, seed: int) -> Draft:
     profile = []
     for slot in SLOT_LIST:
         value, path = truth[slot.name]
-        s = sensitivity(rng, slot.name)
+        s = sensitivity_of(slot.name, value, {k: val for k, (val, _) in truth.items()})
         leak = None
         if slot.name in chosen:
             r = chosen[slot.name]

@@ -19,8 +19,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from localbench.benchmarks.sopri.design import COHORTS
+from localbench.benchmarks.sopri.image_check import image_problem
 from localbench.benchmarks.sopri.images import TEXT_KINDS
-from localbench.benchmarks.sopri.scenario import SLOTS, User
+from localbench.benchmarks.sopri.scenario import SLOTS, Attribute, User
 from localbench.scenario_files import (
     SCENARIOS_DIR,
     LoadIssue,
@@ -43,6 +44,8 @@ CODES = {
     "cue_missing": "an explicit place leak whose place name none of its cited posts carries",
     "empty_image_text": "a text-bearing image (receipt, ticket, ...) with no planted text",
     "no_alt": "an image without alt text (a text-only attacker is told nothing of it)",
+    "d4_single_post": "a cross-post (D4) leak whose value, or its parent in the hierarchy, one cited post "
+                      "carries alone: not cross-post",
 }
 
 
@@ -148,9 +151,13 @@ def to_user(data: Any, file: str, folder: Path, line: int | None = None) -> User
     user.at(folder)
     for i, post in enumerate(user.posts):
         for j, image in enumerate(post.images):
-            if not user.image_path(image).is_file():
+            path = user.image_path(image)
+            if not path.is_file() and not path.is_symlink():
                 raise ScenarioError(file, f"posts[{i}].images[{j}].file",
-                                    f"image '{image.file}' not found (looked for {user.image_path(image)})", line)
+                                    f"image '{image.file}' not found (looked for {path})", line)
+            problem = image_problem(path, folder)
+            if problem:
+                raise ScenarioError(file, f"posts[{i}].images[{j}].file", f"image {problem}", line)
     return user
 
 
@@ -169,6 +176,31 @@ def _has_carrier(user: User, post_ids: list[str], carrier: str) -> bool:
     if carrier in ("title", "caption", "tags", "timestamp", "ip_region", "metadata"):
         return any(bool(getattr(p, carrier)) for p in posts)
     return False
+
+
+def _names(text: str, phrase: str) -> bool:
+    from localbench.benchmarks.sopri.exact import normalise
+
+    n = normalise(phrase)
+    return bool(n) and f" {n} " in f" {normalise(text)} "
+
+
+def _d4_alone(user: User, a: Attribute, file: str, where: str) -> list[LoadIssue]:
+    """The D4 rule: no single cited post may carry the leaked value (for a hierarchical attribute, the
+    value at the revealed depth or its parent) in its text, tags, metadata or image text."""
+    if a.path and a.leak and a.leak.depth:
+        d = a.leak.depth
+        phrases = [a.path[d - 1], *([a.path[d - 2]] if d >= 2 else [])]
+    else:
+        phrases = [a.value]
+    out = []
+    for pid in a.leak.posts if a.leak else []:
+        text = _post_text(user, [pid])
+        hit = next((ph for ph in phrases if _names(text, ph)), None)
+        if hit is not None:
+            out.append(LoadIssue(file, f"{where}.difficulty", f"{a.slot}: labelled cross-post (D4) but post {pid} "
+                                 f"alone names '{hit}'", code="d4_single_post"))
+    return out
 
 
 def lint(user: User, file: str) -> list[LoadIssue]:
@@ -192,6 +224,8 @@ def lint(user: User, file: str) -> list[LoadIssue]:
             if name.lower() not in _post_text(user, a.leak.posts):
                 out.append(LoadIssue(file, f"{where}.posts", f"{a.slot}: '{name}' appears in none of posts "
                                      f"{', '.join(a.leak.posts)}", code="cue_missing"))
+        if a.leak.difficulty == 4:
+            out += _d4_alone(user, a, file, where)
     for i, p in enumerate(user.posts):
         for j, im in enumerate(p.images):
             if im.kind in TEXT_KINDS and not im.text.strip():

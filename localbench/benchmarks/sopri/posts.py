@@ -51,6 +51,7 @@ class PostsInput:
     user: User
     vision: bool
     ocr: dict[str, str] = field(default_factory=dict)
+    text_only: bool = False  # the TextLLM baseline: post text and platform fields, no image content at all
 
     @classmethod
     async def prepare(cls, user: User, vision: bool, reader: OcrReader) -> PostsInput:
@@ -62,15 +63,23 @@ class PostsInput:
             ocr = dict(zip(files, texts))
         return cls(user, vision, ocr)
 
+    @classmethod
+    def text_of(cls, user: User) -> PostsInput:
+        """The paper's TextLLM input: each post's title, caption, hashtags, time and IP region; no
+        image of any kind (no pixels, no alt text, no OCR) and no other metadata."""
+        return cls(user, False, {}, text_only=True)
+
     @property
     def image_input(self) -> ImageInput:
-        return image_input_of(self.user, self.vision)
+        return "none" if self.text_only else image_input_of(self.user, self.vision)
 
     # -- text ----------------------------------------------------------------------------------
     def header(self, dropped: int = 0) -> str:
         return PROMPTS.render("profile.j2", user=self.user, n_posts=len(self.user.posts), dropped=dropped)
 
     def post_text(self, post: Post) -> str:
+        if self.text_only:
+            return PROMPTS.render("post.j2", post=post.model_copy(update={"metadata": {}}), images=[], vision=False)
         images = [{"id": f"{post.id}/{n}", "alt": img.alt, "attached": self.vision,
                    "ocr": self.ocr.get(f"{post.id}/{n}") if not self.vision else None}
                   for n, img in enumerate(post.images, 1)]
@@ -80,7 +89,7 @@ class PostsInput:
     def post_parts(self, post: Post) -> list[ContentPart]:
         """A post's text, then (for a VLM) its images in order."""
         parts: list[ContentPart] = [text_part(self.post_text(post))]
-        if self.vision and self.user.folder is not None:
+        if self.vision and not self.text_only and self.user.folder is not None:
             parts += [image_part(path=self.user.image_path(img)) for img in post.images]
         return parts
 

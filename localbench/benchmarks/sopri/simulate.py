@@ -16,6 +16,7 @@ from typing import Any
 
 from localbench.benchmarks.sopri.attack import (
     MAX_INFERENCES,
+    REFERENCE,
     AttackContext,
     AttackResult,
     Condition,
@@ -40,7 +41,7 @@ from localbench.spec import RunSpec, SpecError
 CALL_ROLES = ("attacker", "sanitizer")
 TEMPERATURES = {"attacker": 0.7, "sanitizer": 0.7}
 ANSWER_TOKENS = 768  # a profile of a dozen inferences does not fit a chat turn's 200 tokens
-ROUTE_BUDGET = 24
+ROUTE_BUDGET = 20  # the paper's B = 20 cost units
 NOT_ANSWERED = ("no_answer", "context_exhausted")
 
 
@@ -74,6 +75,7 @@ class SopriSimulator:
     def __init__(self) -> None:
         # shared by every simulation of the run, and kept on disk for later runs: each image is read once
         self.reader = OcrReader(folder=cache_dir() / "ocr")
+        self.suite: list[User] = []  # every user of the source, for the majority attacker
 
     def check(self, spec: RunSpec) -> None:
         conditions_of(spec)
@@ -81,6 +83,10 @@ class SopriSimulator:
             v = spec.extra.get(name)
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < lo):
                 raise SpecError(f"field 'extra.{name}': must be an integer ≥ {lo}, got {v!r}")
+        judge = spec.extra.get("judge")
+        if judge is not None and judge not in ("model", "exact"):
+            raise SpecError(f"field 'extra.judge': 'model' (the judge preset) or 'exact' (the deterministic "
+                            f"reference judge), got {judge!r}")
         temps = spec.extra.get("temperatures")
         if temps is not None and (not isinstance(temps, dict) or any(
                 not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0 for v in temps.values())):
@@ -90,6 +96,8 @@ class SopriSimulator:
         from localbench.benchmarks.sopri.loaders import load_users
 
         res = load_users(spec.scenarios, spec.categories, spec.limit)
+        if any(c.attacker == "majority" for c in conditions_of(spec)):  # its floor is over the whole suite
+            self.suite = list(load_users(spec.scenarios, spec.categories).users)
         return list(res.users), len(getattr(res, "issues", []) or [])
 
     def plan(self, spec: RunSpec, users: list[User]) -> list[Unit]:
@@ -122,10 +130,12 @@ class SopriSimulator:
 
     async def prepare(self, spec: RunSpec, units: list[Unit], clients: RoleClients) -> str:
         """Read with OCR, before any simulation starts, every image that will reach an attacker as
-        text (``runtime.harness.Preparing``): all of them for a text model, the text attacker's
-        users' for a VLM. Images already in the OCR cache cost nothing."""
+        text (``runtime.harness.Preparing``): for a text model, the images of the users of every
+        attacker that looks at images (not TextLLM, which sees none, nor the reference attackers);
+        none for a VLM. Images already in the OCR cache cost nothing."""
         vision = vision_of(clients)
-        users = {u.scenario: u.task for u in units if not vision or Condition.parse(u.level).attacker == "text"}
+        users = {u.scenario: u.task for u in units
+                 if not vision and Condition.parse(u.level).attacker not in (*REFERENCE, "text")}
         paths = [f for user in users.values() for f in image_files(user).values()]
         if not paths:
             return ""
@@ -150,7 +160,7 @@ class SopriSimulator:
         if condition.defense == "sanitized":
             from localbench.benchmarks.sopri.defense import sanitize_user
 
-            user = await sanitize_user(user, clients, spec, calls)
+            user = await sanitize_user(user, clients, spec, calls, self.reader)
         toolbox = build_toolbox(user, sandbox_for(user, spec.scenarios), self.reader)
         log = ConversationLog(["attacker", *toolbox.tools])
         vision = vision_of(clients)
@@ -160,7 +170,7 @@ class SopriSimulator:
             seed=lambda *p: derive_seed(spec.seed, user.id, unit.level, unit.seed_index, *p),
             key=unit.key, vision=vision, max_inferences=int(spec.extra.get("max_inferences", MAX_INFERENCES)),
             budget=int(spec.extra.get("route_budget", ROUTE_BUDGET)),
-            settings={**spec.extra, "max_rounds": max_rounds, "ocr_reader": self.reader})
+            settings={**spec.extra, "max_rounds": max_rounds, "ocr_reader": self.reader, "suite_users": self.suite})
         try:
             result = await attacker_for(condition).attack(ctx)
         except OutOfContext:  # an attacker that does not catch it itself

@@ -32,12 +32,6 @@ NAMES = {"female": ("Mei", "Hana", "Sofia", "Amara", "Lena", "Priya", "Clara", "
          "male": ("Jonah", "Ravi", "Mateo", "Kofi", "Elias", "Tomas", "Idris", "Lukas", "Arjun", "Felix", "Omar", "Noah")}
 INITIALS = "BCDFGHKLMNPRSTVW"
 HANDLE = ("in_the_city", "writes", "daily", "outdoors", "eats", "wanders", "and_co", "snaps", "at_home", "says_hi")
-BASE_SENSITIVITY = {
-    "gender": 2, "age": 2, "birthday": 3, "nationality": 2, "hometown": 3, "home": 5, "education": 2,
-    "occupation": 3, "employer": 3, "workplace": 4, "income": 4, "housing": 3, "vehicle": 2, "spending": 2,
-    "routine": 3, "commute": 2, "frequent_place": 3, "hobbies": 1, "diet": 2, "pets": 1, "travel": 2,
-    "health": 5, "religion": 5, "politics": 5, "sexual_orientation": 5, "relationship": 4, "family": 4, "finances": 5,
-}
 OCC_PHRASE = {
     "software engineer": "Spent the whole day hunting a bug that turned out to be one missing line of config.",
     "nurse": "Third night shift in a row on the ward. Hand cream is my best friend.",
@@ -197,11 +191,6 @@ def draw_profile(rng: random.Random, w: World) -> tuple[dict[str, str], dict[str
     v.update({"commute": commute, "orientation": orientation, "renter": "yes" if renter else "",
               "has_faith": "yes" if faith else "", "has_kids": "yes" if kids else ""})
     return v, p
-
-
-def sensitivity(rng: random.Random, slot: str) -> int:
-    """The slot's base sensitivity, moved by at most one in this user's context."""
-    return max(1, min(5, BASE_SENSITIVITY[slot] + rng.choice((-1, 0, 0, 1))))
 
 
 # -- how a slot can leak ---------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from localbench.benchmarks.sopri.judges import GRANULARITY_JUDGE, SLOT_JUDGE, tr
 from localbench.benchmarks.sopri.scenario import DIFFICULTIES, SLOTS, Post, User
 from localbench.benchmarks.sopri.scoring import grade, unit_level
 from localbench.errors import UserError
+from localbench.benchmarks.sopri.image_check import image_problem
 from localbench.records import Judgment, Transcript
 from localbench.viewdata import Label, Message, Panel, Participant, PrivateItem, SimulationView
 
@@ -22,11 +23,14 @@ ATTACKER = "attacker"
 
 
 def _data_uri(user: User, post: Post) -> list[str]:
-    """The post's images as data URIs (those whose file is there; a user built in memory has none)."""
+    """The post's images as data URIs: only plain image files inside the user's folder (a link, a file
+    outside the suite or a broken image is left out; a user built in memory has none)."""
     out = []
     for img in post.images:
         try:
             path = user.image_path(img)
+            if user.folder is None or image_problem(path, user.folder):
+                continue
             data = path.read_bytes()
         except (ValueError, OSError):
             continue

@@ -16,8 +16,9 @@ active, or when the budget cannot pay for any tool. The profile is projected fro
 grounded hypotheses only; suspended and unresolved ones never reach it.
 
 Ablations (``ctx.condition.without``) change what runs: no perceiver → no skim (the hypothesizer
-reads the posts and cites cues in them); no hypothesizer → one projection call over the evidence,
-admitted as it is; no investigator → no routes; no verifier → every candidate admitted unchecked;
+reads the posts and cites cues in them); no hypothesizer → the candidates come once from one
+projection call over the evidence and then go through routing and verification as usual (none is
+proposed later); no investigator → no routes; no verifier → every candidate admitted unchecked;
 no graph → a flat evidence list, no derivation edges, no suspension.
 
 Every model call goes through ``ctx.calls.call`` under a JSON-schema grammar with a seed from
@@ -32,7 +33,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from localbench.benchmarks.sopri.abductive.graph import EvidenceGraph, Node
+from localbench.benchmarks.sopri.abductive.graph import EvidenceGraph, Node, norm
 from localbench.benchmarks.sopri.abductive.routing import (
     Budget,
     Route,
@@ -74,12 +75,14 @@ class LoopSettings:
     max_rounds: int = 3  # hypothesize passes
     max_steps: int = 24  # select → verify steps in all
     max_routes: int = 2  # routes per hypothesis before it waits for its neighbourhood
+    max_iterations: int = 6  # select → verify iterations per hypothesis (the paper's limit)
 
     @classmethod
     def of(cls, settings: dict[str, Any]) -> "LoopSettings":
         """``abductive_rounds`` / ``_steps`` / ``_routes`` from ``spec.extra``; the rounds default to the
         run's round limit for the user's cohort (``max_rounds``)."""
-        keys = {"max_rounds": "abductive_rounds", "max_steps": "abductive_steps", "max_routes": "abductive_routes"}
+        keys = {"max_rounds": "abductive_rounds", "max_steps": "abductive_steps", "max_routes": "abductive_routes",
+                "max_iterations": "abductive_iterations"}
         got = {k: int(settings[v]) for k, v in keys.items() if settings.get(v) is not None}
         if "max_rounds" not in got and settings.get("max_rounds") is not None:
             got["max_rounds"] = int(settings["max_rounds"])
@@ -94,6 +97,7 @@ class LoopState:
     tried: set[str] = field(default_factory=set)  # route signatures already run
     termination: str = "answered"
     n: int = 0  # step counter
+    iterations: dict[str, int] = field(default_factory=dict)  # hypothesis id -> select → verify iterations
     round: int = 1  # hypothesize pass (the perceive skim belongs to the first)
 
 
@@ -323,7 +327,9 @@ class AbductiveLoop:
             self.graph.suspend(h.id, why)
 
     async def project_directly(self) -> None:
-        """No hypothesizer: one projection call over the evidence; what it cites is admitted as is."""
+        """No hypothesizer: one projection call over the evidence gives the candidates, once; they enter
+        the loop like the hypothesizer's (routed by the investigator, checked by the verifier), but no
+        new candidate is ever proposed from what the loop finds."""
         g, user = self.graph, self.ctx.user
         ev = g.evidence()
         ans = await self.ask("project", "abductive_project.j2",
@@ -335,9 +341,7 @@ class AbductiveLoop:
             support = [e.id for e in ev if e.post in inf["posts"]]
             if not support and inf["posts"]:
                 support = [g.add_evidence(inf["evidence"] or inf["value"], source="project", posts=inf["posts"]).id]
-            h = g.add_hypothesis(inf["attribute"], inf["value"], support)
-            if h is not None:
-                g.set_status(h.id, "admitted", "projected directly (no hypothesizer)")
+            g.add_hypothesis(inf["attribute"], inf["value"], support)
 
     # -- the loop ----------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -349,13 +353,13 @@ class AbductiveLoop:
             g.add_post(p.id, (p.title or p.caption)[:80])
         if self.on("perceiver"):
             await self.perceive()
-        if not self.on("hypothesizer"):
+        direct = not self.on("hypothesizer")
+        if direct:
             await self.project_directly()
-            return
         steps = 0
         for rnd in range(1, cfg.max_rounds + 1):
             st.round = rnd
-            new = await self.hypothesize(rnd)
+            new = await self.hypothesize(rnd) if not direct else []
             g.wake()
             if not new and not g.hypotheses("active"):
                 st.termination = "answered"  # stable: nothing new, nothing woke
@@ -374,16 +378,31 @@ class AbductiveLoop:
                     else:
                         await self.collect(h, r)
                 await self.verify(h)
+                st.iterations[h.id] = st.iterations.get(h.id, 0) + 1
+                if st.iterations[h.id] >= cfg.max_iterations and h.status in ("active", "suspended"):
+                    g.set_status(h.id, "unresolved", f"iteration limit ({cfg.max_iterations}) reached")
             if st.termination == "budget" or steps >= cfg.max_steps:
                 break
         for h in g.hypotheses("active") + g.hypotheses("suspended"):
             g.set_status(h.id, "unresolved", h.reason or "the loop ended before it was settled")
 
+    def merged(self) -> list[Node]:
+        """Per-attribute merge at projection: of the admitted, grounded hypotheses about one attribute
+        (compared by ``norm``), the one with the most supporting evidence (ties: the oldest) is its
+        answer; in the order the chosen ones were made."""
+        best: dict[str, Node] = {}
+        for h in sorted(self.graph.projected(), key=lambda n: n.seq):
+            key = norm(h.attribute or "")
+            if key not in best or len(self.graph.supporting(h.id)) > len(self.graph.supporting(best[key].id)):
+                best[key] = h
+        return sorted(best.values(), key=lambda n: n.seq)
+
     def inferences(self) -> list[Inference]:
-        """The profile: admitted, grounded hypotheses only, oldest first, at most ``max_inferences``."""
+        """The profile: one answer per attribute (``merged``) from admitted, grounded hypotheses only,
+        oldest first, at most ``max_inferences``."""
         g, order = self.graph, {p.id: k for k, p in enumerate(self.ctx.user.posts)}
         out = []
-        for h in sorted(g.projected(), key=lambda n: n.seq)[: self.ctx.max_inferences]:
+        for h in self.merged()[: self.ctx.max_inferences]:
             posts = sorted(g.posts_of(h.id), key=lambda p: order.get(p, 0))
             cues = "; ".join(g.nodes[e].text for e in g.supporting(h.id))
             out.append(Inference(attribute=h.attribute or "", value=h.value or "", posts=posts,
