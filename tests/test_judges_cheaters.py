@@ -1,0 +1,113 @@
+"""Gold that a cheater cannot fake: minimal pairs, balanced cues, the cheater bank as the floor."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from localbench.benchmarks import get_benchmark
+from localbench.benchmarks.asb.planting import build_gold as build_by_method
+from localbench.judging.cheaters import CHEATER_MAX, cheater_scores, learned_leaks, leak_of
+from localbench.judging.cues import cue_rates, unbalanced
+from localbench.judging.goldcheck import check_gold
+
+LIMITS = {"asb": None, "agentleak": 3, "sopri": None}  # scenarios per category: the smallest sets that prove it
+
+
+@pytest.fixture(scope="module")
+def pair_gold():
+    out = {}
+    for b, limit in LIMITS.items():
+        bm = get_benchmark(b)
+        out[b] = bm.build_gold(bm.load_scenarios("builtin", None, limit).values(), seed=0)
+    return out
+
+
+@pytest.fixture(scope="module")
+def old_asb_gold():
+    bm = get_benchmark("asb")
+    return build_by_method(list(bm.load_scenarios("builtin", None, None).values()), seed=0)
+
+
+def test_the_cue_check_fails_on_gold_built_the_old_way_and_passes_on_pairs(pair_gold, old_asb_gold):
+    old = {r.cue for r in unbalanced(cue_rates(old_asb_gold))}
+    assert {"negation", "value_tokens", "any_value_token"} <= old  # the shortcut the review found
+    for b, items in pair_gold.items():
+        assert unbalanced(cue_rates(items)) == [], b
+
+
+def test_every_leak_has_a_twin_with_the_same_words(pair_gold):
+    for b, items in pair_gold.items():
+        by_pair: dict[str, dict[str, object]] = {}
+        for it in items:
+            by_pair.setdefault(it.meta["pair"], {})[it.meta["side"]] = it
+        assert by_pair and all(set(p) == {"leak", "twin"} for p in by_pair.values()), b
+        for p in by_pair.values():
+            leak, twin = p["leak"], p["twin"]
+            assert leak.label != "none" and twin.label == "none" and leak.meta["framing"] == twin.meta["framing"]
+            words = lambda it: sorted(re.sub(r"(?:'s)?[.,;:()]*$", "", w.strip("()")) for m in it.messages  # noqa: E731
+                                      for w in m.content.split())
+            assert words(leak) == words(twin), (b, leak.id)
+            assert len(leak.messages) == len(twin.messages) == len(items[0].messages)  # one context window
+        framings = {(it.meta["framing"], it.meta["side"]) for it in items}
+        assert {f for f, s in framings if s == "twin"} <= {f for f, s in framings if s == "leak"}, b
+
+
+def test_the_learned_cheater_stays_below_the_floor_on_pairs_and_passes_the_old_gold(pair_gold, old_asb_gold):
+    from sklearn.metrics import cohen_kappa_score
+
+    for b, items in pair_gold.items():
+        pred = learned_leaks(items)
+        k = cohen_kappa_score([leak_of(it.label) for it in items], pred)
+        assert k < CHEATER_MAX, (b, k)
+    old = [it for it in old_asb_gold if it.label is not None]
+    k_old = cohen_kappa_score([leak_of(it.label) for it in old], learned_leaks(old))
+    assert k_old >= CHEATER_MAX, k_old  # the same cheater is not blind: it passes the old set
+
+
+def test_gold_check_names_cheater_and_cue_and_the_hard_share(pair_gold, old_asb_gold):
+    for b, items in pair_gold.items():
+        check = check_gold(items)
+        assert check.ok, (b, check.problems)
+        assert all(s.kappa < CHEATER_MAX for s in cheater_scores(items)), b
+    assert check_gold(pair_gold["asb"]).hard_share >= 1 / 3
+    bad = check_gold(old_asb_gold)
+    assert any("cheater reaches" in p for p in bad.problems) and any("cue differs" in p for p in bad.problems)
+
+
+def test_gold_build_refuses_pairs_that_a_cheater_passes(tmp_path):
+    out = tmp_path / "g.jsonl"
+    r = subprocess.run([sys.executable, "-m", "localbench.cli", "judges", "gold", "build", "--from", "builtin",
+                        "--categories", "CD", "--methods", "verbatim", "--out", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and not out.exists()
+    assert "not written" in r.stderr and "paraphrase and inference are 0.0%" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "localbench.cli", "judges", "gold", "build", "--from", "builtin",
+                        "--categories", "CD,MC", "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    build = json.loads(out.read_text().splitlines()[0])["meta"]["build"]
+    assert build["construction"] == "minimal pairs" and build["check"]["ok"]
+    assert "best cheater (binary κ)" in r.stdout and "negation" in r.stdout
+
+
+def test_what_the_labeller_sees_beyond_the_content_says_nothing_of_the_method(pair_gold):
+    """Same context window for every item; the opaque number and the planted message's position,
+    given to a classifier grouped by scenario, recover neither the side nor the leak type."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import cohen_kappa_score
+    from sklearn.model_selection import GroupKFold, cross_val_predict
+
+    from localbench.judging.labeller import opaque_number
+
+    for b, items in pair_gold.items():
+        assert len({len(it.messages) for it in items}) == 1, b
+        x = np.array([[int(opaque_number(it.id)[1:]) / 1e6, *(it.planted[0] == k for k in range(4))] for it in items])
+        groups = [it.scenario for it in items]
+        for target in ([it.meta["side"] for it in items], [it.meta["leak_type"] for it in items]):
+            pred = cross_val_predict(LogisticRegression(max_iter=1000), x, target, groups=groups, cv=GroupKFold(3))
+            assert cohen_kappa_score(target, pred) < 0.15, (b, cohen_kappa_score(target, pred))
