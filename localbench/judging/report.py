@@ -267,15 +267,18 @@ def consequence_sections(rel: Reliability) -> list[Section]:
     s = Section("Consequences for benchmark runs", text=[
         f"Runs: {', '.join(c.runs) or 'none'}; judges that labelled them: {', '.join(c.judges) or 'none'}. "
         "Leak rates are pooled over scored units (items, or (item, recipient) pairs); the corrected rate uses the "
-        "judge's FPR/FNR measured on the gold set (Rogan–Gladen). Its interval resamples scenarios, not units, "
-        "since leaks cluster within a scenario, and draws FPR and FNR from the gold set's counts."],
+        "judge's FPR/FNR measured on the gold set (Rogan–Gladen). The interval of all categories pooled resamples "
+        "scenarios, not units, since leaks cluster within a scenario; a single category's draws its rate from a "
+        "Jeffreys posterior on design-effect counts (the clustering estimated on all categories together). Both "
+        "draw FPR and FNR from the gold set's counts; a category whose interval would span nearly [0, 1] is "
+        "*not identified*."],
         bullets=list(c.notes))
     s.tables.append(Table(["run", "model", "level", "category", "judge", "leaked / units", "observed",
                            "corrected [95% CI]", "note"],
                           [[r.run, r.model, r.level, r.category, r.judge, f"{r.k_obs}/{r.n_obs}"
                             + (f" ({r.n_failed_sims} sims failed)" if r.n_failed_sims else ""),
                             num(r.observed, True),
-                            "n/a" if r.corrected is None else
+                            ("not identified" if r.note.startswith("not identified") else "n/a") if r.corrected is None else
                             f"{100 * r.corrected.estimate:.0f}% [{100 * r.corrected.low:.0f}, {100 * r.corrected.high:.0f}]"
                             + (f" ({r.n_scenarios} scenarios)" if r.n_scenarios else ""),
                             r.note] for r in c.corrected], "Leak rates corrected for each judge's error rates"))
