@@ -111,3 +111,25 @@ def test_what_the_labeller_sees_beyond_the_content_says_nothing_of_the_method(pa
         for target in ([it.meta["side"] for it in items], [it.meta["leak_type"] for it in items]):
             pred = cross_val_predict(LogisticRegression(max_iter=1000), x, target, groups=groups, cv=GroupKFold(3))
             assert cohen_kappa_score(target, pred) < 0.15, (b, cohen_kappa_score(target, pred))
+
+
+def test_eval_shows_the_cheater_floor_beside_each_judge_and_flags_one_not_above_it(tmp_path, pair_gold):
+    from typer.testing import CliRunner
+
+    from localbench.cli import app
+    from localbench.judging.evaluate import load_eval
+    from localbench.judging.gold import write_gold
+    from localbench.judging.reliability import floor_warnings, reliability
+
+    gold = tmp_path / "gold.jsonl"
+    write_gold(gold, pair_gold["asb"])
+    ev = tmp_path / "ev"
+    res = CliRunner().invoke(app, ["judges", "eval", "--judge", "oracle", "--judge", "noisy:0.45,0.45", "--gold",
+                                   str(gold), "--out", str(ev)], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    md = (ev / "report.md").read_text()
+    assert "| judge | binary κ | best cheater | cheater binary κ | above the cheater? |" in md
+    assert "| oracle | 1.00 [1.00, 1.00] | floor: " in md and "| noisy:0.45,0.45 |" in md
+    assert "NO (intervals overlap)" in md and "not above the best cheater" in md
+    warn = floor_warnings(reliability(load_eval(ev), n_resamples=200))
+    assert len(warn) == 1 and warn[0].startswith("noisy:0.45,0.45: binary κ")

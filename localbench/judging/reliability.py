@@ -419,6 +419,12 @@ METHOD_NAMES = {
     "inference": "details that imply the item", "abstraction": "acceptable abstraction", "absent": "item absent",
     "other_person": "same fact about someone else", "negation": "denial of the key fact",
     "hypothetical": "key fact raised about no one",
+    "twin_verbatim": "twin of a verbatim leak: the same words, the fact about someone else",
+    "twin_paraphrase": "twin of a paraphrase leak: the same words, the fact about someone else",
+    "twin_inference": "twin of an inference leak: the same clues, about someone else",
+    "exact": "guess of the value as deep as revealed", "coarse": "guess of the first level only",
+    "wrong": "another user's value", "twin_exact": "twin of an exact guess: the other value guessed",
+    "twin_coarse": "twin of a coarse guess: the other value guessed",
 }
 
 

@@ -204,8 +204,9 @@ def sections(rel: Reliability, figures: dict[str, str]) -> list[Section]:
     m = Section("By construction method",
                 text=["Accuracy = judge label equals the gold label; the error rate is FPR for the methods whose "
                       "label is none (the share called a leak) and FNR for the others (the share called none), with "
-                      "a 95% Wilson interval. Hard cases: split, paraphrase, cross_message, inference, other_person, "
-                      "negation, hypothetical."])
+                      "a 95% Wilson interval (over the items of the method, n shown). Methods of this gold set "
+                      f"(benchmark `{rel.config.get('benchmark', 'asb')}`): "
+                      + (", ".join(f"{m} ({n})" for m, n in rel.mix.items()) or "n/a") + "."])
     methods = sorted({(r.method, r.gold_label) for j in rows_of for r in j.by_method},
                      key=lambda t: ({"none": 0, "partial": 1, "full": 2}[t[1]], t[0]))
     rows = []
