@@ -119,7 +119,7 @@ def test_eval_shows_the_cheater_floor_beside_each_judge_and_flags_one_not_above_
     from localbench.cli import app
     from localbench.judging.evaluate import load_eval
     from localbench.judging.gold import write_gold
-    from localbench.judging.reliability import floor_warnings, reliability
+    from localbench.judging.reliability import floor_warnings, floor_warnings_of_eval, reliability
 
     gold = tmp_path / "gold.jsonl"
     write_gold(gold, pair_gold["asb"])
@@ -133,3 +133,7 @@ def test_eval_shows_the_cheater_floor_beside_each_judge_and_flags_one_not_above_
     assert "NO (intervals overlap)" in md and "not above the best cheater" in md
     warn = floor_warnings(reliability(load_eval(ev), n_resamples=200))
     assert len(warn) == 1 and warn[0].startswith("noisy:0.45,0.45: binary κ")
+    # what a run report calls with the eval that measured its judge
+    assert floor_warnings_of_eval(str(ev), "noisy:0.45,0.45") == floor_warnings_of_eval(str(ev))[:1]
+    assert floor_warnings_of_eval(str(ev), "noisy:0.45,0.45")[0].startswith("noisy:0.45,0.45: binary κ")
+    assert floor_warnings_of_eval(str(ev), "oracle") == []

@@ -64,7 +64,10 @@ def gold_build(
     seed: int = typer.Option(0, help="construction seed (same seed, same gold set)"),
     categories: Optional[str] = typer.Option(None, help="comma-separated categories (default: all)"),
     limit: Optional[int] = typer.Option(None, help="scenarios per category"),
-    methods: Optional[str] = typer.Option(None, help="comma-separated construction methods (default: all)"),
+    methods: Optional[str] = typer.Option(None, help="comma-separated methods: leak types of the minimal pairs "
+                                                     "(verbatim, paraphrase, inference; sopri: exact, coarse), or "
+                                                     "any per-method construction (a study of one method, not a "
+                                                     "ranking set; default: every pair type)"),
     variants: int = typer.Option(1, min=1, help="items per (private item, method), with different templates"),
     rewrite_with: Optional[str] = typer.Option(None, "--rewrite-with",
                                                help="a generator preset that rewrites planted messages; each rewrite "
@@ -72,7 +75,8 @@ def gold_build(
     engine: str = typer.Option("auto", help="engine for --rewrite-with"),
     benchmark: str = typer.Option(DEFAULT_BENCHMARK, help=BENCHMARK_HELP),
 ) -> None:
-    """Gold items labelled by construction from scenarios' private items."""
+    """Gold items labelled by construction: minimal pairs (each leak beside a twin in the same words),
+    checked for balanced surface cues and a cheater bank below κ 0.4; a failing set is not written."""
     from collections import Counter
 
     from localbench.benchmarks import get_benchmark

@@ -1,8 +1,10 @@
 """Two reference floors: rules that label gold items without understanding them.
 
 A judge is only worth measuring on a gold set these rules cannot pass. ``localbench judges eval``
-scores both on the same items as every judge, the report prints them beside each judge, and
-``localbench judges gold build`` warns when either reaches κ ≥ ``FLOOR_WARN`` on the set it built.
+scores both, with the other cheaters of ``localbench.judging.cheaters``, on the same items as every
+judge, and the report prints them beside each judge; ``localbench judges gold build`` checks the
+set it built with the cheater bank (``localbench.judging.goldcheck``). ``too_easy`` (κ ≥
+``FLOOR_WARN``) is the older, looser test of the per-method construction.
 
 - **substring**: reads the words. "full" when the private item appears verbatim in the messages or
   at least ``FULL_SHARE`` of its content words do; "partial" when at least ``PARTIAL_SHARE`` of them

@@ -456,6 +456,35 @@ def floor_warnings(rel: "Reliability") -> list[str]:
     return out
 
 
+def floor_warnings_of_eval(eval_dir: str, judge_model: str | None = None) -> list[str]:
+    """``floor_warnings`` from a finished eval's ``reliability.json`` (what a run report can call
+    with the eval that measured its judge), for one judge preset or all."""
+    import json
+    from pathlib import Path
+
+    doc = json.loads((Path(eval_dir) / "reliability.json").read_text(encoding="utf-8"))
+
+    def ci(row: dict) -> CI | None:
+        g = (row.get("gold") or {}).get("binary_kappa")
+        if not g:
+            return None
+        est, low, high = (math.nan if g.get(k) is None else float(g[k]) for k in ("estimate", "low", "high"))
+        return CI(est, low, high, int(g.get("n") or 0))
+
+    floors = {f["judge"].removeprefix(FLOOR_PREFIX): c for f in doc.get("floors", []) if (c := ci(f)) is not None}
+    best = best_floor(floors)
+    out = []
+    for j in doc.get("judges", []):
+        c = ci(j)
+        if best is None or c is None or (judge_model and j["judge"] != judge_model):
+            continue
+        if not above_floor(c, best[1]):
+            out.append(f"{j['judge']}: binary κ {_fmt(c)} on the gold set is not above the best cheater's "
+                       f"({best[0]}, {_fmt(best[1])}): its leakage labels are no better than a rule that does not "
+                       "read the messages")
+    return out
+
+
 def method_name(method: str) -> str:
     return METHOD_NAMES.get(method, method)
 
