@@ -28,20 +28,18 @@ def test_per_category_intervals_cover_the_planted_truth():
     interval of zero width."""
     judge = parse_synthetic("noisy:0.1,0.2")
     scenarios = load_scenarios("builtin", list(PLANTABLE)).scenarios
+    category_of = {s.id: s.category for s in scenarios}
     covered, not_identified, flips = [], [], []
     for seed in PLANT_SEEDS:
-        gold_rng = np.random.default_rng(seed)
         truth_gold = ["none"] * GOLD_NEG + ["full"] * GOLD_POS
         judged_gold = [judge.level(t, seed, "gold", i) for i, t in enumerate(truth_gold)]
         fp = sum(_leak(j) for t, j in zip(truth_gold, judged_gold) if t == "none")
         fn = sum(not _leak(j) for t, j in zip(truth_gold, judged_gold) if t != "none")
-        del gold_rng
         by: dict[tuple[float, str], dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0]))
         for share, sim in ((share, sim) for share in SHARES for sim in range(SIMS)):
             run = plant_run(scenarios, model=f"m{share}", seed=seed + 1000 * sim, leak_share=share)
             for t in run.transcripts:
-                cat = scenarios[t.scenario].category if isinstance(scenarios, dict) else next(
-                    s.category for s in scenarios if s.id == t.scenario)
+                cat = category_of[t.scenario]
                 for item, level in run.labels[t.key].items():
                     seen = judge.level(level, seed, t.key, sim, item)
                     c = by[(share, cat)][t.scenario]
@@ -67,4 +65,3 @@ def test_per_category_intervals_cover_the_planted_truth():
     assert len({tuple(v) for v in by_seed.values()}) > 1  # the noisy judge's flips differ between plant seeds
     assert np.mean(covered) >= 0.93, (np.mean(covered), len(covered))
     assert np.mean(not_identified) <= 0.10, np.mean(not_identified)
-    print(f"coverage {np.mean(covered):.3f} of {len(covered)}; not identified {np.mean(not_identified):.3f}")
