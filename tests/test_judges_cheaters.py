@@ -11,7 +11,7 @@ import pytest
 
 from localbench.benchmarks import get_benchmark
 from localbench.benchmarks.asb.planting import build_gold as build_by_method
-from localbench.judging.cheaters import CHEATER_MAX, cheater_scores, learned_leaks, leak_of
+from localbench.judging.cheaters import CHEATER_MAX, learned_leaks, leak_of
 from localbench.judging.cues import cue_rates, unbalanced
 from localbench.judging.goldcheck import check_gold
 
@@ -57,25 +57,36 @@ def test_every_leak_has_a_twin_with_the_same_words(pair_gold):
         assert {f for f, s in framings if s == "twin"} <= {f for f, s in framings if s == "leak"}, b
 
 
-def test_the_learned_cheater_stays_below_the_floor_on_pairs_and_passes_the_old_gold(pair_gold, old_asb_gold):
+@pytest.fixture(scope="module")
+def checks(pair_gold, old_asb_gold):
+    """The build's check (cue rates, every cheater's κ, the learned one by grouped cross-validation)
+    on each benchmark's pairs and on the old AgentSocialBench gold, computed once."""
+    return {b: check_gold(items) for b, items in pair_gold.items()} | {"old asb": check_gold(old_asb_gold)}
+
+
+def _kappa(check, cheater, scope="all"):
+    return next(s.kappa for s in check.cheaters if s.cheater == cheater and s.scope == scope)
+
+
+def test_the_learned_cheater_stays_below_the_floor_on_pairs_and_passes_the_old_gold(pair_gold, checks):
     from sklearn.metrics import cohen_kappa_score
 
-    for b, items in pair_gold.items():
-        pred = learned_leaks(items)
-        k = cohen_kappa_score([leak_of(it.label) for it in items], pred)
-        assert k < CHEATER_MAX, (b, k)
-    old = [it for it in old_asb_gold if it.label is not None]
-    k_old = cohen_kappa_score([leak_of(it.label) for it in old], learned_leaks(old))
-    assert k_old >= CHEATER_MAX, k_old  # the same cheater is not blind: it passes the old set
+    items = pair_gold["sopri"]  # trained here, in the test, with grouped cross-validation
+    k = cohen_kappa_score([leak_of(it.label) for it in items], learned_leaks(items))
+    assert k == pytest.approx(_kappa(checks["sopri"], "learned")) and k < CHEATER_MAX
+    for b in pair_gold:
+        assert _kappa(checks[b], "learned") < CHEATER_MAX, b
+        assert all(s.kappa < CHEATER_MAX for s in checks[b].cheaters if s.cheater == "learned"), b  # per leak type
+    assert _kappa(checks["old asb"], "learned") >= CHEATER_MAX  # the same cheater is not blind: it passes the old set
 
 
-def test_gold_check_names_cheater_and_cue_and_the_hard_share(pair_gold, old_asb_gold):
+def test_gold_check_names_cheater_and_cue_and_the_hard_share(pair_gold, checks):
     for b, items in pair_gold.items():
-        check = check_gold(items)
-        assert check.ok, (b, check.problems)
-        assert all(s.kappa < CHEATER_MAX for s in cheater_scores(items)), b
-    assert check_gold(pair_gold["asb"]).hard_share >= 1 / 3
-    bad = check_gold(old_asb_gold)
+        assert checks[b].ok, (b, checks[b].problems)
+        assert {s.cheater for s in checks[b].cheaters} == {"substring", "any_token", "keywords", "learned"}
+    assert checks["asb"].hard_share >= 1 / 3 and checks["agentleak"].hard_share >= 1 / 3
+    assert checks["sopri"].hard_share is None  # a guess of a value: paraphrase and inference do not apply
+    bad = checks["old asb"]
     assert any("cheater reaches" in p for p in bad.problems) and any("cue differs" in p for p in bad.problems)
 
 
