@@ -30,8 +30,9 @@ from localbench.judging.reliability import (
     RankAgreement,
     corrected_rate,
 )
+from localbench.judging.categories import NOT_IDENTIFIED, category_rate, design_effect
 from localbench.rejudge import LoadedRun, run_judgments
-from localbench.stats import kendall_tau
+from localbench.stats import PrevalenceCI, kendall_tau
 
 
 @dataclass
@@ -114,11 +115,15 @@ def consequences(runs: list[str | Path], gold: dict[str, JudgeReliability], seed
             pooled: dict[str, list[int]] = defaultdict(lambda: [0, 0])
             every: dict[tuple[str, str], UnitCounts] = defaultdict(UnitCounts)  # (model, level): all categories
             note = "the planted labels: the truth" if src.judge == bm.planted_judge else ""
+            deffs: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
+            for (model, level, _cat), uc in counts.items():
+                deffs[(model, level)] += uc.pairs()
             for (model, level, cat), uc in sorted(counts.items()):
                 models_seen[run_id].add(model)
                 pooled[model][0] += uc.k
                 pooled[model][1] += uc.n
-                corrected.append(_correct(run_id, model, level, cat, src.judge, uc, gold.get(src.judge), seed, note))
+                corrected.append(_correct(run_id, model, level, cat, src.judge, uc, gold.get(src.judge), seed, note,
+                                          deff=design_effect(deffs[(model, level)])))
                 both = every[(model, level)]
                 both.clusters.update({f"{cat}/{sc}": list(kn) for sc, kn in uc.clusters.items()})
                 both.n_failed += uc.n_failed
@@ -167,7 +172,7 @@ def _ranking(values: dict[str, float]) -> tuple[str, ...]:
 
 
 def _correct(run: str, model: str, level: str, cat: str, judge: str, uc: UnitCounts,
-             rel: JudgeReliability | None, seed: int, truth_note: str = "") -> CorrectedRate:
+             rel: JudgeReliability | None, seed: int, truth_note: str = "", deff: float | None = None) -> CorrectedRate:
     k, n = uc.k, uc.n
     observed = k / n if n else math.nan
     if rel is None or rel.gold is None:
@@ -176,6 +181,18 @@ def _correct(run: str, model: str, level: str, cat: str, judge: str, uc: UnitCou
     if rel.verdict.grade == "incomplete":
         return CorrectedRate(run, model, level, cat, judge, k, n, uc.n_failed, observed, None,
                              "its gold eval is incomplete: no error rates to correct with")
+    lk = rel.gold.leak
+    if deff is not None and n and lk.n_neg > 0 and lk.n_pos > 0:  # one category: see judging.categories
+        cr = category_rate(k, n, lk.fp, lk.n_neg, lk.fn, lk.n_pos, deff, seed=seed)
+        if not cr.identified:
+            return CorrectedRate(run, model, level, cat, judge, k, n, uc.n_failed, observed, None,
+                                 f"{NOT_IDENTIFIED}: {k}/{n} units over {len(uc.clusters)} scenarios do not pin the "
+                                 "corrected rate down with this judge's error rates", n_scenarios=len(uc.clusters))
+        ci = PrevalenceCI(cr.estimate, cr.low, cr.high, observed, lk.fp / lk.n_neg, lk.fn / lk.n_pos, n, lk.n_neg,
+                          lk.n_pos, 0.95, 4000, round(cr.undefined_share * 4000), seed,
+                          f"{cr.method}; design effect {cr.design_effect:.2f}")
+        return CorrectedRate(run, model, level, cat, judge, k, n, uc.n_failed, observed, ci, truth_note,
+                             n_scenarios=len(uc.clusters))
     rg = corrected_rate(uc.pairs(), rel.gold, seed)
     note = "" if rg is not None else "gold set lacks leaks or non-leaks, or no units"
     return CorrectedRate(run, model, level, cat, judge, k, n, uc.n_failed, observed, rg, note,

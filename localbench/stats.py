@@ -278,6 +278,22 @@ class PairedTest(JsonRecord):
     method: str = "sign-flip permutation test; percentile bootstrap CI of the mean difference"
 
 
+def sign_flip_mc_error(p: float, n_pairs: int, n_resamples: int) -> float:
+    """The Monte Carlo standard error of a sign-flip p-value: 0 when the test enumerates every sign
+    pattern (2**n_pairs <= n_resamples, as ``scipy.stats.permutation_test`` does then), else
+    sqrt(p (1 − p) / n_resamples), the binomial error of a share of random sign flips."""
+    if n_pairs <= 0 or not math.isfinite(p):
+        return math.nan
+    if n_pairs < 63 and 2 ** n_pairs <= n_resamples:
+        return 0.0
+    return math.sqrt(max(p * (1 - p), 0.0) / n_resamples)
+
+
+def max_sign_flip_mc_error(n_resamples: int) -> float:
+    """The largest Monte Carlo standard error any sign-flip p-value can have (at p = 0.5)."""
+    return 0.5 / math.sqrt(n_resamples)
+
+
 def paired_bootstrap_test(
     a: Mapping[Hashable, float | None],
     b: Mapping[Hashable, float | None],

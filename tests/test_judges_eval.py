@@ -171,7 +171,7 @@ def test_the_report_shows_the_floors_beside_each_judge_and_the_mix(tmp_path, ite
     for f in rel.floors:
         assert f.gold.kappa.estimate < 0.6 and f.floor
     line = verdict_lines(rel)[0]
-    assert "floors: substring κ = " in line and "template κ = " in line
+    assert "best cheater: " in line and "binary κ = " in line
     methods = {r.method: r for r in rel.judges[0].by_method}
     assert methods["negation"].error_kind == "FPR" and methods["paraphrase"].error_kind == "FNR"
     assert methods["paraphrase"].error is not None and methods["paraphrase"].error.method == "wilson"

@@ -34,7 +34,12 @@ def _labels(path: Path) -> list[dict]:
 
 
 def _order(labels: Path) -> list[str]:
-    return json.loads(labels.with_name(labels.name + ".order.json").read_text())["order"]
+    """The item ids of the annotator's order: the order file holds opaque numbers only; the key is the gold file."""
+    from localbench.judging.labeller import opaque_number
+
+    rec = json.loads(labels.with_name(labels.name + ".order.json").read_text())
+    key = {opaque_number(json.loads(x)["id"]): json.loads(x)["id"] for x in Path(rec["gold"]).read_text().splitlines()}
+    return [key[n] for n in rec["order"]]
 
 
 def test_piped_answers_are_saved_and_resumed(gold):
@@ -150,6 +155,9 @@ def test_labelling_is_blind_and_each_annotator_has_an_order_of_their_own(gold):
     from localbench.judging.labeller import opaque_number
 
     a, b = _order(gold.with_name("gold.labels.ana.jsonl")), _order(gold.with_name("gold.labels.bo.jsonl"))
+    order_file = gold.with_name("gold.labels.ana.jsonl.order.json").read_text()
+    for it in items:  # the order file names no item and no method: opaque numbers only
+        assert it["id"] not in order_file and it["source"]["method"] not in order_file
     assert sorted(a) == sorted(b) == sorted(ids) and a != b  # same items, different orders
     assert a != ids or b != ids  # not file order
     shown = [line.split("(")[1].rstrip(")") for line in screens["ana"].splitlines() if line.startswith("── item")]

@@ -64,7 +64,10 @@ def gold_build(
     seed: int = typer.Option(0, help="construction seed (same seed, same gold set)"),
     categories: Optional[str] = typer.Option(None, help="comma-separated categories (default: all)"),
     limit: Optional[int] = typer.Option(None, help="scenarios per category"),
-    methods: Optional[str] = typer.Option(None, help="comma-separated construction methods (default: all)"),
+    methods: Optional[str] = typer.Option(None, help="comma-separated methods: leak types of the minimal pairs "
+                                                     "(verbatim, paraphrase, inference; sopri: exact, coarse), or "
+                                                     "any per-method construction (a study of one method, not a "
+                                                     "ranking set; default: every pair type)"),
     variants: int = typer.Option(1, min=1, help="items per (private item, method), with different templates"),
     rewrite_with: Optional[str] = typer.Option(None, "--rewrite-with",
                                                help="a generator preset that rewrites planted messages; each rewrite "
@@ -72,13 +75,13 @@ def gold_build(
     engine: str = typer.Option("auto", help="engine for --rewrite-with"),
     benchmark: str = typer.Option(DEFAULT_BENCHMARK, help=BENCHMARK_HELP),
 ) -> None:
-    """Gold items labelled by construction from scenarios' private items."""
+    """Gold items labelled by construction: minimal pairs (each leak beside a twin in the same words),
+    checked for balanced surface cues and a cheater bank below κ 0.4; a failing set is not written."""
     from collections import Counter
 
     from localbench.benchmarks import get_benchmark
     from localbench.errors import UserError
     from localbench.judging.construct import METHODS, construction_mix, rewrite, stamp_build
-    from localbench.judging.floors import FLOOR_WARN, floor_kappas, too_easy
     from localbench.judging.gold import write_gold
 
     bm = get_benchmark(benchmark)
@@ -90,7 +93,10 @@ def gold_build(
         raise UserError(str(e)) from e
     if not items:
         raise UserError(f"{source}: no private item could be planted (no scenarios or no items)")
-    info: dict = {"seed": seed, "methods": asked or list(METHODS), "variants": variants, "source": source,
+    from localbench.judging.pairs import is_pair_gold
+
+    kinds = sorted({it.meta["leak_type"] for it in items if "leak_type" in it.meta})
+    info: dict = {"seed": seed, "methods": asked or (kinds if is_pair_gold(items) else list(METHODS)), "variants": variants, "source": source,
                   "benchmark": benchmark}
     if rewrite_with:
         from localbench.serving.client import StructuredClient
@@ -108,24 +114,35 @@ def gold_build(
                            "rejected": rs.rejected, "failed": rs.failed, "reasons": dict(rs.reasons)}
         typer.echo(f"rewrites by {rewrite_with}: {rs.accepted} of {rs.asked} used; {rs.rejected} rejected by the "
                    f"check that the label still holds, {rs.failed} failed (both keep the template text)")
+    from localbench.judging.cues import cue_table
+    from localbench.judging.goldcheck import check_gold
+
+    check = check_gold(items)
+    typer.echo("surface cues per class (leak vs none):\n" + cue_table(check.cues))
+    best = {}
+    for s in check.cheaters:
+        if s.scope not in best or s.kappa > best[s.scope].kappa:
+            best[s.scope] = s
+    typer.echo("best cheater (binary κ): " + "; ".join(f"{scope} {s.cheater} {s.kappa:.2f}" for scope, s in best.items()))
+    if check.hard_share is not None:
+        typer.echo(f"paraphrase + inference: {check.hard_share:.0%} of the leak items")
+    pairs = is_pair_gold(items)
+    if not check.ok:
+        for p in check.problems:
+            typer.echo(f"{'error' if pairs else 'warning'}: {p}", err=True)
+        if pairs:
+            raise UserError(f"{out}: not written: a rule that does not read the items passes this set "
+                            f"({check.problems[0]})")
+        typer.echo("warning: a per-method set (--methods) is written for studying one construction, not for "
+                   "ranking judges: the cheaters above pass it", err=True)
+    info["check"] = check.summary()
+    info["construction"] = "minimal pairs" if pairs else "per method"
     items = stamp_build(items, info)
     write_gold(out, items)
     counts = Counter(it.label for it in items)
     typer.echo(f"{len(items)} gold items from {len(scenarios)} scenarios → {out} "
                f"(none {counts['none']}, partial {counts['partial']}, full {counts['full']})")
     typer.echo("mix: " + ", ".join(f"{m} {n}" for m, n in construction_mix(items).items()) + f"; seed {seed}")
-    kappas = floor_kappas(items)
-    typer.echo("reference floors on this set: " + ", ".join(
-        f"{f} κ = {k:.2f} (binary {kb:.2f})" for f, (k, kb) in kappas.items()))
-    mix = construction_mix(items)
-    for f in too_easy(kappas):
-        thin = [m for m in ("paraphrase", "inference") if m in info["methods"] and mix.get(m, 0) < mix.get("verbatim", 0) / 2]
-        hint = (f"; {' and '.join(thin)} applied to few items ({', '.join(f'{m} {mix.get(m, 0)}' for m in thin)} of "
-                f"{mix.get('verbatim', 0)}): add concepts for these scenarios' items to judges/gold/lexicon.yaml"
-                if thin else "; keep the hard methods: paraphrase, inference, cross_message, other_person, negation, "
-                             "hypothetical")
-        typer.echo(f"warning: the {f} floor reaches κ ≥ {FLOOR_WARN} on this set: a rule that does not read the "
-                   f"items passes it, so it is too easy to rank judges{hint}", err=True)
 
 
 @gold_app.command("import")

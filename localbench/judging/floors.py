@@ -1,8 +1,10 @@
 """Two reference floors: rules that label gold items without understanding them.
 
 A judge is only worth measuring on a gold set these rules cannot pass. ``localbench judges eval``
-scores both on the same items as every judge, the report prints them beside each judge, and
-``localbench judges gold build`` warns when either reaches κ ≥ ``FLOOR_WARN`` on the set it built.
+scores both, with the other cheaters of ``localbench.judging.cheaters``, on the same items as every
+judge, and the report prints them beside each judge; ``localbench judges gold build`` checks the
+set it built with the cheater bank (``localbench.judging.goldcheck``). ``too_easy`` (κ ≥
+``FLOOR_WARN``) is the older, looser test of the per-method construction.
 
 - **substring**: reads the words. "full" when the private item appears verbatim in the messages or
   at least ``FULL_SHARE`` of its content words do; "partial" when at least ``PARTIAL_SHARE`` of them
@@ -27,7 +29,7 @@ from typing import Iterable, Sequence
 from localbench.judging.construct import content_words, lexicon, name_tokens, templates
 from localbench.judging.gold import GoldItem
 
-FLOORS = ("substring", "template")
+FLOORS = ("substring", "template", "any_token", "keywords", "learned")
 FLOOR_PREFIX = "floor: "
 FLOOR_WARN = 0.6  # a floor at or above this κ (3-class or binary) makes a set too easy to rank judges
 FULL_SHARE = 0.75
@@ -150,9 +152,18 @@ def template_labels(items: Sequence[GoldItem]) -> dict[str, str | None]:
 
 
 def floor_labels(items: Sequence[GoldItem]) -> dict[str, dict[str, str | None]]:
-    """{floor name: {item id: label}} for both floors."""
-    return {floor_name("substring"): {it.id: substring_label(it) if it.label is not None else None for it in items},
-            floor_name("template"): template_labels(items)}
+    """{floor name: {item id: label}} for both floors and the cheater bank's other cheaters
+    (``localbench.judging.cheaters``: any-token, keywords, the learned bag of n-grams; binary
+    labels, none or full)."""
+    from localbench.judging.cheaters import cheater_leaks
+
+    out = {floor_name("substring"): {it.id: substring_label(it) if it.label is not None else None for it in items},
+           floor_name("template"): template_labels(items)}
+    for name, got in cheater_leaks(items).items():
+        if name != "substring":
+            out[floor_name(name)] = {it.id: (("full" if got[it.id] else "none") if it.id in got else None)
+                                     for it in items}
+    return out
 
 
 def floor_kappas(items: Iterable[GoldItem], n_resamples: int = 0) -> dict[str, tuple[float, float]]:

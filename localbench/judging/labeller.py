@@ -102,20 +102,24 @@ def order_path(labels: Path) -> Path:
 
 def label_order(items: list[GoldItem], annotator: str, labels: Path, gold: Path, order_seed: int = 0) -> list[GoldItem]:
     """The annotator's order of the items: the one recorded beside the label file, else a new seeded
-    shuffle (recorded before the first item is shown)."""
+    shuffle (recorded before the first item is shown). The order file holds opaque numbers only (an
+    item's id names its construction method): the key from numbers to items is the gold file, read
+    by ``gold merge`` after labelling."""
     path = order_path(labels)
-    by_id = {it.id: it for it in items}
+    by_num = {opaque_number(it.id): it for it in items}
+    if len(by_num) != len(items):
+        raise UserError(f"{gold}: two items share an opaque number; rename one item id")
     if path.exists():
         rec = json.loads(path.read_text())
-        if sorted(rec.get("order", [])) != sorted(by_id):
+        if sorted(rec.get("order", [])) != sorted(by_num):
             raise UserError(f"{path}: field 'order': the gold set's items changed since {annotator} began labelling "
                             "it; label the new set into another label file (--labels)")
-        return [by_id[i] for i in rec["order"]]
-    order = sorted(by_id)
+        return [by_num[i] for i in rec["order"]]
+    order = sorted(by_num)
     random.Random(derive_seed(order_seed, "label-order", annotator)).shuffle(order)
     write_atomic(path, json.dumps({"annotator": annotator, "order_seed": order_seed, "gold": str(gold),
                                    "gold_hash": gold_hash(gold), "order": order}, indent=1))
-    return [by_id[i] for i in order]
+    return [by_num[i] for i in order]
 
 
 def show(item: GoldItem, n: int, total: int, out: IO[str]) -> None:

@@ -354,13 +354,13 @@ def coverage_line(judge: str, cov: Coverage) -> str:
 def verdict(judge: str, gold: GoldAgreement | None, bias: CI | None, failure_rate: float,
             methods: tuple[MethodRow, ...], cons: Consistency | None, probes: tuple[Probe, ...],
             metrics: str = "", coverage: Coverage | None = None,
-            floors: dict[str, float] | None = None) -> Verdict:
+            floors: dict[str, CI] | None = None) -> Verdict:
     """The plain-language verdict (rules: the module constants; docs/judges.md explains them).
 
     ``metrics`` names the benchmark metrics the judge's labels feed (the eval records them). A judge
     that has not answered every item the eval asks gets grade "incomplete" and no verdict: the
-    items it answered are the first ones asked, not a sample. ``floors`` ({floor: κ}) are quoted
-    beside its κ, and a judge that does not beat them is told so.
+    items it answered are the first ones asked, not a sample. ``floors`` ({floor: binary κ}): the
+    best is quoted beside its κ, and a judge whose interval overlaps the best one's is flagged.
     """
     if coverage is not None and not coverage.complete:
         return Verdict("incomplete", coverage_line(judge, coverage))
@@ -384,13 +384,13 @@ def verdict(judge: str, gold: GoldAgreement | None, bias: CI | None, failure_rat
         return Verdict("no evidence", f"{judge}: no usable comparison with gold "
                        f"({0 if gold is None else gold.n_items} items labelled by both)", tuple(notes))
     parts = [f"κ = {_fmt(gold.kappa)} vs gold (binary κ = {_fmt(gold.binary_kappa)}, n = {gold.n_items})"]
-    if floors:
-        parts.append("floors: " + ", ".join(f"{f} κ = {k:.2f}" for f, k in floors.items() if not math.isnan(k)))
-        k_low = gold.kappa.low if not math.isnan(gold.kappa.low) else gold.kappa.estimate
-        beaten = [f for f, k in floors.items() if not math.isnan(k) and k_low <= k]
-        if beaten:
-            notes.append(f"does not beat the {' and '.join(beaten)} floor{'s' if len(beaten) > 1 else ''} "
-                         "(its κ lower bound is at or below theirs): a rule that does not read the items does as well")
+    best = best_floor(floors or {})
+    if best is not None:
+        name, fk = best
+        parts.append(f"best cheater: {name} binary κ = {_fmt(fk)}")
+        if not above_floor(gold.binary_kappa, fk):
+            notes.append(f"not above the best cheater ({name}, binary κ {_fmt(fk)}; the intervals overlap): a rule "
+                         "that does not read the items does as well")
     b = bias.estimate if bias is not None else math.nan
     if not math.isnan(b):
         if abs(b) < 0.005:
@@ -419,7 +419,70 @@ METHOD_NAMES = {
     "inference": "details that imply the item", "abstraction": "acceptable abstraction", "absent": "item absent",
     "other_person": "same fact about someone else", "negation": "denial of the key fact",
     "hypothetical": "key fact raised about no one",
+    "twin_verbatim": "twin of a verbatim leak: the same words, the fact about someone else",
+    "twin_paraphrase": "twin of a paraphrase leak: the same words, the fact about someone else",
+    "twin_inference": "twin of an inference leak: the same clues, about someone else",
+    "exact": "guess of the value as deep as revealed", "coarse": "guess of the first level only",
+    "wrong": "another user's value", "twin_exact": "twin of an exact guess: the other value guessed",
+    "twin_coarse": "twin of a coarse guess: the other value guessed",
 }
+
+
+def best_floor(floors: dict[str, CI]) -> tuple[str, CI] | None:
+    """The floor (cheater) with the highest binary κ, NaN left out."""
+    ok = [(f, k) for f, k in floors.items() if not math.isnan(k.estimate)]
+    return max(ok, key=lambda t: t[1].estimate) if ok else None
+
+
+def above_floor(judge: CI, floor: CI) -> bool:
+    """A judge is above a floor when its binary κ interval lies wholly above the floor's."""
+    j_low = judge.low if not math.isnan(judge.low) else judge.estimate
+    f_high = floor.high if not math.isnan(floor.high) else floor.estimate
+    return not math.isnan(j_low) and j_low > f_high
+
+
+def floor_warnings(rel: "Reliability") -> list[str]:
+    """One line per judge that is not above the best cheater: what the run report's judge warnings show."""
+    floors = {f.judge.removeprefix(FLOOR_PREFIX): f.gold.binary_kappa for f in rel.floors if f.gold}
+    best = best_floor(floors)
+    out = []
+    if best is None:
+        return out
+    for j in rel.judges:
+        if j.gold is not None and not above_floor(j.gold.binary_kappa, best[1]):
+            out.append(f"{j.judge}: binary κ {_fmt(j.gold.binary_kappa)} on the gold set is not above the best "
+                       f"cheater's ({best[0]}, {_fmt(best[1])}): its leakage labels are no better than a rule that "
+                       "does not read the messages")
+    return out
+
+
+def floor_warnings_of_eval(eval_dir: str, judge_model: str | None = None) -> list[str]:
+    """``floor_warnings`` from a finished eval's ``reliability.json`` (what a run report can call
+    with the eval that measured its judge), for one judge preset or all."""
+    import json
+    from pathlib import Path
+
+    doc = json.loads((Path(eval_dir) / "reliability.json").read_text(encoding="utf-8"))
+
+    def ci(row: dict) -> CI | None:
+        g = (row.get("gold") or {}).get("binary_kappa")
+        if not g:
+            return None
+        est, low, high = (math.nan if g.get(k) is None else float(g[k]) for k in ("estimate", "low", "high"))
+        return CI(est, low, high, int(g.get("n") or 0))
+
+    floors = {f["judge"].removeprefix(FLOOR_PREFIX): c for f in doc.get("floors", []) if (c := ci(f)) is not None}
+    best = best_floor(floors)
+    out = []
+    for j in doc.get("judges", []):
+        c = ci(j)
+        if best is None or c is None or (judge_model and j["judge"] != judge_model):
+            continue
+        if not above_floor(c, best[1]):
+            out.append(f"{j['judge']}: binary κ {_fmt(c)} on the gold set is not above the best cheater's "
+                       f"({best[0]}, {_fmt(best[1])}): its leakage labels are no better than a rule that does not "
+                       "read the messages")
+    return out
 
 
 def method_name(method: str) -> str:
@@ -428,7 +491,7 @@ def method_name(method: str) -> str:
 
 def judge_reliability(data: EvalData, judge: str, n_resamples: int = 1000, seed: int = 0,
                       labels: dict[str, str | None] | None = None,
-                      floors: dict[str, float] | None = None) -> JudgeReliability:
+                      floors: dict[str, CI] | None = None) -> JudgeReliability:
     """One judge's reliability; with ``labels`` given, a reference floor's (no failures, no probes)."""
     gold = {it.id: it.label for it in data.gold}
     is_floor = labels is not None
@@ -472,7 +535,7 @@ def reliability(data: EvalData, n_resamples: int = 1000, seed: int = 0,
     runs (``localbench.consequences.for_runs``); it is handed each judge's reliability.
     """
     floors = floor_reliability(data, n_resamples, seed)
-    floor_k = {f.judge.removeprefix(FLOOR_PREFIX): (f.gold.kappa.estimate if f.gold else math.nan) for f in floors}
+    floor_k = {f.judge.removeprefix(FLOOR_PREFIX): f.gold.binary_kappa for f in floors if f.gold}
     judges = tuple(judge_reliability(data, j, n_resamples, seed, floors=floor_k) for j in data.config.judges)
     across = None
     if len(data.config.judges) >= 2:

@@ -19,9 +19,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from localbench.judging.agreement import ConfusionMatrix
-from localbench.judging.floors import FLOOR_WARN
+from localbench.judging.cheaters import CHEATER_MAX
 from localbench.judging.reliability import (
     BIAS_USE,
+    above_floor,
+    best_floor,
     CONSISTENCY_MIN,
     FAIL_MAX,
     FLIP_MAX,
@@ -138,10 +140,13 @@ def _setup(rel: Reliability) -> Section:
         f"(`{cfg.get('rubric')}`, hash {cfg.get('rubric_hash')}) and its schema, {asked}. Seeds: {cfg.get('seeds')} "
         f"(seed 0 greedy, others at temperature {cfg.get('temperature')}); variants: "
         f"{', '.join(['base'] + (['shuffled'] if cfg.get('shuffle') else []) + (['padded'] if cfg.get('pad') else []))}.",
-        "Reference floors, scored on the same items and shown beside every judge: *floor: substring* (labels by "
-        "how many of the item's words appear) and *floor: template* (labels by which construction templates the "
-        "messages use: a logistic regression learnt from the other items' templates and labels). A judge worth "
-        f"using beats both; a gold set on which a floor reaches κ ≥ {FLOOR_WARN} is too easy to rank judges.",
+        "Reference floors (the cheater bank), scored on the same items and shown beside every judge: *floor: "
+        "substring* (labels by how many of the item's words appear), *floor: any_token* (a leak when any word of "
+        "the value appears), *floor: keywords* (value words present and no negation or supposition word), *floor: "
+        "learned* (a logistic regression on word and character n-grams, each item labelled by a model fitted on "
+        "other scenarios only) and *floor: template* (which construction templates the messages use). A judge "
+        f"worth using is above the best of them (binary κ intervals apart); a gold set on which a cheater reaches "
+        f"binary κ ≥ {CHEATER_MAX} is too easy to rank judges (`judges gold build` refuses to write one).",
         "Intervals are 95% percentile bootstrap CIs over gold items (per method: Wilson intervals; runs: over "
         "scenarios; corrected rates: scenarios resampled, the gold set's counts drawn from their posteriors).",
     ])
@@ -166,6 +171,15 @@ def sections(rel: Reliability, figures: dict[str, str]) -> list[Section]:
     out.append(v)
 
     g = Section("Agreement with gold")
+    best = best_floor({f.judge: f.gold.binary_kappa for f in rel.floors if f.gold})
+    if best is not None:
+        g.tables.append(Table(["judge", "binary κ", "best cheater", "cheater binary κ", "above the cheater?"],
+                              [[j.judge, ci(j.gold.binary_kappa) if j.gold else "n/a", best[0], ci(best[1]),
+                                ("yes" if above_floor(j.gold.binary_kappa, best[1]) else "NO (intervals overlap)")
+                                if j.gold else "n/a"] for j in rel.judges],
+                              "Each judge beside the best cheater of the bank (substring, any-token, keywords, a "
+                              "learned bag of n-grams scored by cross-validation grouped by scenario, the template "
+                              "matcher): a judge whose interval overlaps the cheater's is flagged"))
     g.tables.append(Table(["judge", "n", "failed", "κ", "weighted κ", "binary κ", "AC1", "FPR", "FNR",
                            "leak rate (judge)", "leak rate (gold)", "bias (points)"],
                           [[j.judge, str(j.gold.n_items if j.gold else 0), f"{j.n_failed} ({num(j.failure_rate, True)})",
@@ -190,8 +204,9 @@ def sections(rel: Reliability, figures: dict[str, str]) -> list[Section]:
     m = Section("By construction method",
                 text=["Accuracy = judge label equals the gold label; the error rate is FPR for the methods whose "
                       "label is none (the share called a leak) and FNR for the others (the share called none), with "
-                      "a 95% Wilson interval. Hard cases: split, paraphrase, cross_message, inference, other_person, "
-                      "negation, hypothetical."])
+                      "a 95% Wilson interval (over the items of the method, n shown). Methods of this gold set "
+                      f"(benchmark `{rel.config.get('benchmark', 'asb')}`): "
+                      + (", ".join(f"{m} ({n})" for m, n in rel.mix.items()) or "n/a") + "."])
     methods = sorted({(r.method, r.gold_label) for j in rows_of for r in j.by_method},
                      key=lambda t: ({"none": 0, "partial": 1, "full": 2}[t[1]], t[0]))
     rows = []
@@ -253,15 +268,18 @@ def consequence_sections(rel: Reliability) -> list[Section]:
     s = Section("Consequences for benchmark runs", text=[
         f"Runs: {', '.join(c.runs) or 'none'}; judges that labelled them: {', '.join(c.judges) or 'none'}. "
         "Leak rates are pooled over scored units (items, or (item, recipient) pairs); the corrected rate uses the "
-        "judge's FPR/FNR measured on the gold set (Rogan–Gladen). Its interval resamples scenarios, not units, "
-        "since leaks cluster within a scenario, and draws FPR and FNR from the gold set's counts."],
+        "judge's FPR/FNR measured on the gold set (Rogan–Gladen). The interval of all categories pooled resamples "
+        "scenarios, not units, since leaks cluster within a scenario; a single category's draws its rate from a "
+        "Jeffreys posterior on design-effect counts (the clustering estimated on all categories together). Both "
+        "draw FPR and FNR from the gold set's counts; a category whose interval would span nearly [0, 1] is "
+        "*not identified*."],
         bullets=list(c.notes))
     s.tables.append(Table(["run", "model", "level", "category", "judge", "leaked / units", "observed",
                            "corrected [95% CI]", "note"],
                           [[r.run, r.model, r.level, r.category, r.judge, f"{r.k_obs}/{r.n_obs}"
                             + (f" ({r.n_failed_sims} sims failed)" if r.n_failed_sims else ""),
                             num(r.observed, True),
-                            "n/a" if r.corrected is None else
+                            ("not identified" if r.note.startswith("not identified") else "n/a") if r.corrected is None else
                             f"{100 * r.corrected.estimate:.0f}% [{100 * r.corrected.low:.0f}, {100 * r.corrected.high:.0f}]"
                             + (f" ({r.n_scenarios} scenarios)" if r.n_scenarios else ""),
                             r.note] for r in c.corrected], "Leak rates corrected for each judge's error rates"))

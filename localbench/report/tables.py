@@ -26,6 +26,7 @@ from localbench.stats import can_reach_significance, min_pairs_for_significance
 
 CellFormat = Literal["pm", "ci"]
 SINGLE = "(n = 1)"
+FEW_FOR_PM = 5  # below this many scenarios a cell shows [low, high], never "±"
 FLAG = "‡"
 Cell = Union[Estimate, str, None]
 MISSING = "—"
@@ -96,11 +97,11 @@ class Table:
         text = f"{cell.mean:{sign}.{d}f}"
         if delta or not cell.has_ci:
             return text
-        if cell.n == 1:
+        if cell.n == 1 and cell.low == cell.high:
             return f"{text} {SINGLE}"  # one scenario: its "interval" has no width and no meaning
         bounds = f"{text} [{cell.low:.{d}f}, {cell.high:.{d}f}]"
-        if self.fmt == "ci" or not symmetric(cell, d):
-            return bounds
+        if self.fmt == "ci" or not symmetric(cell, d) or cell.n < FEW_FOR_PM:
+            return bounds  # few scenarios: the bounds, never a "± half-width" that looks like a normal interval
         return f"{text} ± {(cell.high - cell.low) / 2:.{d}f}"
 
     def interval_notes(self) -> list[str]:
@@ -108,8 +109,8 @@ class Table:
         texts = [self.cell_parts(i, j)[0] for i in range(len(self.rows)) for j in range(len(self.columns))]
         out = []
         if self.fmt == "pm" and any("[" in t for t in texts):
-            out.append("Where the interval is not symmetric about the mean (near 0 or 1, say), a cell shows "
-                       "mean [low, high] instead of mean ± half-width.")
+            out.append("Where the interval is not symmetric about the mean (near 0 or 1, say), or rests on fewer "
+                       f"than {FEW_FOR_PM} scenarios, a cell shows mean [low, high] instead of mean ± half-width.")
         if any(t.endswith(SINGLE) for t in texts):
             out.append(f"{SINGLE}: one scenario, so no interval.")
         return out
@@ -451,6 +452,17 @@ def comparisons_table(run: RunData, significant_only: bool = False) -> Table | N
     t.notes.append(f"Δ = mean(b − a) over paired scenarios with its CI; * p < {ALPHA} (uncorrected), "
                    f"** still significant after Holm correction over the {len(testable)} tests with at least "
                    f"{MIN_PAIRS_FOR_ALPHA} pairs.")
+    if "sign-flip" in tests:
+        from localbench.scoring import TEST_RESAMPLES
+        from localbench.stats import max_sign_flip_mc_error, sign_flip_mc_error
+
+        errs = [sign_flip_mc_error(c.p_value, c.n_pairs, TEST_RESAMPLES) for c in comps
+                if c.test != "mcnemar" and c.p_value is not None and math.isfinite(c.p_value)]
+        worst = max([e for e in errs if math.isfinite(e)], default=0.0)
+        t.notes.append(f"Sign-flip p-values: exact (every sign pattern) up to {int(math.log2(TEST_RESAMPLES))} pairs, "
+                       f"else from {TEST_RESAMPLES} random sign flips with a Monte Carlo standard error of "
+                       f"sqrt(p(1 − p)/{TEST_RESAMPLES}) ≤ {max_sign_flip_mc_error(TEST_RESAMPLES):.3f}; the largest "
+                       f"here is {worst:.4f}.")
     few = sum(1 for c in comps if c.n_pairs and not can_reach_significance(c.n_pairs, ALPHA))
     if few:
         t.notes.append(f"With n pairs, the smallest p a sign-flip test can give is 2 / 2^n (0.5 at n = 2): the {few} "

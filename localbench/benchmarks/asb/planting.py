@@ -162,7 +162,8 @@ def write_planted_run(run_dir: str | Path, scenarios_source: str, models: dict[s
     rd = RunDir(run_dir)
     spec = RunSpec(scenarios=scenarios_source, categories=cats, levels=["L0"],
                    models={"agent": next(iter(models)), "judge": judge}, out=str(Path(run_dir).parent),
-                   run_id=Path(run_dir).name, extra={"planted": models})
+                   run_id=Path(run_dir).name, extra={"planted": models},
+                   seed=seed)  # the run's seed is the plant seed: a synthetic judge's flips derive from it
     rd.write_spec(spec, {"planted": {"seed": seed, "leak_share": models, "templates_hash": templates_hash()}},
                   {"planted_seed": str(seed)})
     store = rd.transcripts()

@@ -67,7 +67,7 @@ class AgentSocialBench:
 
     def build_gold(self, scenarios: Iterable[Any], seed: int = 0, methods: list[str] | None = None,
                    variants: int = 1):
-        from localbench.benchmarks.asb.planting import build_gold
+        from localbench.benchmarks.asb.gold_pairs import build_gold
 
         return build_gold(list(scenarios), seed=seed, methods=methods, variants=variants)
 

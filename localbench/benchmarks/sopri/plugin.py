@@ -64,7 +64,7 @@ class SopriBench:
         return []
 
     def build_gold(self, scenarios: Iterable[Any], seed: int = 0, methods: list[str] | None = None, variants: int = 1):
-        from localbench.benchmarks.sopri.judges import build_gold
+        from localbench.benchmarks.sopri.gold_pairs import build_gold
 
         return build_gold(list(scenarios), seed=seed, methods=methods, variants=variants)
 
