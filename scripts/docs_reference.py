@@ -17,7 +17,7 @@ import types
 import typing
 from typing import Any
 
-MARKER = re.compile(r"^<!-- generated: (\w+) -->$", re.MULTILINE)
+MARKER = re.compile(r"^<!-- generated: (\w+)(?: (\w+))? -->$", re.MULTILINE)
 
 
 def _field_comments(cls: type) -> dict[str, str]:
@@ -162,17 +162,95 @@ def cli() -> str:
     return "\n".join(out)
 
 
-RENDER = {"spec": spec, "presets": presets, "designs": designs, "cli": cli}
+CARDS = ("RTX4090-24GB", "L40S-48GB", "A100-40GB", "H100-80GB", "H200-141GB")
+
+
+def fit() -> str:
+    """Which shipped preset fits which card, as `localbench models --check-fit --gpu CARD` says:
+    weights + the KV cache of one full-length sequence, on the preset's own GPU count."""
+    from localbench.serving.fit import check_fit, gpu
+    from localbench.serving.presets import list_presets
+    rows = ["| preset | GPUs | " + " | ".join(CARDS) + " |", "|---|---|" + "---|" * len(CARDS)]
+    for p in list_presets():
+        if not p.needs_gpu:
+            continue
+        cells = []
+        for card in CARDS:
+            f = check_fit(p, gpu(card))
+            cells.append("?" if f is None else f"fits ({f.sequences} seq.)" if f.fits else "no")
+        rows.append(f"| `{p.name}` | {p.tensor_parallel_size * p.pipeline_parallel_size} | " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def examples() -> str:
+    """Every spec in examples/, as it is in the repository."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent / "examples"
+    return "\n".join(f"### `examples/{f.name}`\n\n```yaml\n{f.read_text().rstrip()}\n```\n"
+                     for f in sorted(root.glob("*.yaml")))
+
+
+
+def metrics(benchmark: str) -> str:
+    """A benchmark's metric catalogue, as its design declares it (and its report's glossary shows)."""
+    from localbench.design import design_of
+    d = design_of(benchmark)
+    headline = {m: c for c, m in d.headline.items()}
+    rows = ["| metric | better | headline of | what |", "|---|---|---|---|"]
+    for m in d.metrics:
+        if not getattr(m, "glossary", True):
+            continue
+        better = "higher" if m.higher_is_better else "lower"
+        rows.append(f"| `{m.name}` | {better} | {headline.get(m.name, '')} | {_cell(m.description)} |")
+    return "\n".join(rows) + "\n"
 
 
 def expand(markdown: str) -> str:
-    return MARKER.sub(lambda m: RENDER[m.group(1)](), markdown)
+    def one(m: re.Match[str]) -> str:
+        return RENDER[m.group(1)](m.group(2)) if m.group(2) else RENDER[m.group(1)]()
+    return MARKER.sub(one, markdown)
 
 
-def on_page_markdown(markdown: str, **_: Any) -> str:
-    """MkDocs hook."""
-    return expand(markdown)
+RENDER = {"spec": spec, "presets": presets, "designs": designs, "cli": cli, "fit": fit, "examples": examples,
+          "metrics": metrics}
+
+
+LINK = re.compile(r"(?<!!)\[([^\]]+)\]\(([^)\s#]+)(#[^)\s]*)?\)")
+
+
+def repository_links(markdown: str, page_file: str, docs_dir: str) -> str:
+    """A link from a docs page to a file of the repository outside docs/ (a preset, an example, a
+    README) cannot be a link on the site: it becomes the file's repository path in code, after
+    checking that the file exists, so such a link still cannot go stale."""
+    from pathlib import Path
+    docs = Path(docs_dir).resolve()
+    root = docs.parent
+    here = (docs / page_file).parent
+
+    def one(m: re.Match[str]) -> str:
+        text, target = m.group(1), m.group(2)
+        if re.match(r"[a-z]+:", target):
+            return m.group(0)
+        path = (here / target).resolve()
+        if path.is_relative_to(docs):
+            return m.group(0)
+        if not path.is_relative_to(root):
+            raise ValueError(f"{page_file}: link to {target} points outside the repository")
+        if not path.exists():
+            raise ValueError(f"{page_file}: link to {target}: no such file in the repository")
+        rel = path.relative_to(root).as_posix()
+        return f"`{rel}`" if text.strip("`") in (rel, target, path.name) else f"{text} (`{rel}`)"
+
+    return LINK.sub(one, markdown)
+
+
+def on_page_markdown(markdown: str, page: Any = None, config: Any = None, **_: Any) -> str:
+    """MkDocs hook: generated sections, and repository links checked and written as paths."""
+    markdown = expand(markdown)
+    if page is not None and config is not None:
+        markdown = repository_links(markdown, page.file.src_uri, config["docs_dir"])
+    return markdown
 
 
 if __name__ == "__main__":
-    print(RENDER[sys.argv[1]]())
+    print(RENDER[sys.argv[1]](*sys.argv[2:]))
