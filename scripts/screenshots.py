@@ -27,7 +27,7 @@ from browser import CHROMIUM_ARGS, chromium_path  # noqa: E402
 OUT = REPO / "docs" / "img"
 MANIFEST = OUT / "screenshots.json"
 # What the pictures show the look of: the report's templates and the viewer's static files.
-TEMPLATES = ("localbench/report/templates", "localbench/viewer")
+TEMPLATES = ("localbench/report/templates", "localbench/viewer/static")
 
 
 def templates_hash() -> str:
@@ -81,7 +81,7 @@ def main() -> None:
             page.screenshot(path=str(OUT / "viewer-compare.png"))
             browser.close()
     MANIFEST.write_text(json.dumps({"templates_sha256": templates_hash(), "templates": list(TEMPLATES),
-                                    "run": "a fresh embedded default" if len(sys.argv) == 1 else "given"},
+                                    "run": "a fresh embedded default" if len(sys.argv) == 1 else f"given: {run.name}"},
                                    indent=2) + "\n")
     print(f"screenshots written to {OUT}")
 
