@@ -2,7 +2,7 @@
 VENV ?= .venv
 PYTEST_ARGS ?=
 
-.PHONY: install run test bench screenshots
+.PHONY: install run test bench screenshots docs
 
 install:
 	@bash scripts/install.sh
@@ -20,3 +20,7 @@ bench: install
 # docs/img/: the report's first screen and the viewer, in headless Chromium
 screenshots: install
 	$(VENV)/bin/python scripts/screenshots.py
+
+# The docs site into site/, as tests/test_docs_site.py builds it (a broken link or a missing page fails)
+docs: install
+	$(VENV)/bin/python -m mkdocs build --strict

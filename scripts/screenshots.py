@@ -1,14 +1,19 @@
 """Refresh the screenshots in docs/img/ (`make screenshots`): the report's first screen and the viewer.
 
 Taken in headless Chromium (Debian's, driven by Playwright) at 1400×900 from a run directory:
-by default the recorded embedded-default run in tests/golden/asb-v1-run (copied, re-reported).
+by default a fresh run of the embedded default (`localbench run` with no arguments, in a
+temporary folder: about ten minutes on two CPU cores), else RUN_DIR (re-reported first).
 
     .venv/bin/python scripts/screenshots.py [RUN_DIR]
+
+docs/img/screenshots.json records the hash of the report and viewer templates the pictures were
+made with; tests/test_docs_site.py fails when the templates have changed since (rerun this).
 """
 
 from __future__ import annotations
 
-import shutil
+import hashlib
+import json
 import subprocess
 import sys
 import tempfile
@@ -20,6 +25,20 @@ sys.path.insert(0, str(REPO / "tests"))
 from browser import CHROMIUM_ARGS, chromium_path  # noqa: E402
 
 OUT = REPO / "docs" / "img"
+MANIFEST = OUT / "screenshots.json"
+# What the pictures show the look of: the report's templates and the viewer's static files.
+TEMPLATES = ("localbench/report/templates", "localbench/viewer/static")
+
+
+def templates_hash() -> str:
+    """One hash over every file of TEMPLATES (path and content), in a stable order."""
+    h = hashlib.sha256()
+    for d in TEMPLATES:
+        for f in sorted((REPO / d).rglob("*")):
+            if f.is_file() and "__pycache__" not in f.parts:
+                h.update(f.relative_to(REPO).as_posix().encode())
+                h.update(f.read_bytes())
+    return h.hexdigest()
 
 
 def main() -> None:
@@ -30,10 +49,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         if len(sys.argv) > 1:
             run = Path(sys.argv[1])
-        else:
-            run = Path(tmp) / "asb-d9c285b0e4"
-            shutil.copytree(REPO / "tests" / "golden" / "asb-v1-run", run)
-        subprocess.run([sys.executable, "-m", "localbench.cli", "report", str(run)], check=True)
+            subprocess.run([sys.executable, "-m", "localbench.cli", "report", str(run)], check=True)
+        else:  # the embedded default, fresh: what `make run` shows a newcomer
+            out = subprocess.run([sys.executable, "-m", "localbench.cli", "run", "--out", tmp, "--no-progress"],
+                                 check=True, capture_output=True, text=True).stdout
+            run = Path(next(x for x in out.splitlines() if x.startswith("run directory:")).split(":", 1)[1].strip())
         OUT.mkdir(parents=True, exist_ok=True)
         view = (run / "view" / "index.html").resolve().as_uri()
         with sync_playwright() as p:
@@ -60,6 +80,9 @@ def main() -> None:
             page.wait_for_selector(".side-by-side section.sim >> nth=1")
             page.screenshot(path=str(OUT / "viewer-compare.png"))
             browser.close()
+    MANIFEST.write_text(json.dumps({"templates_sha256": templates_hash(), "templates": list(TEMPLATES),
+                                    "run": "a fresh embedded default" if len(sys.argv) == 1 else f"given: {run.name}"},
+                                   indent=2) + "\n")
     print(f"screenshots written to {OUT}")
 
 

@@ -19,6 +19,7 @@ if pgrep -x munged >/dev/null; then su -s /bin/sh munge -c "/usr/sbin/munged --s
 waitgone munged
 # Stale pid files make a later `apt-get purge slurmctld` fail (its prerm tries scancel).
 rm -f /run/slurmctld.pid /run/slurmd.pid /run/slurmdbd.pid
+rm -f "${LOCALBENCH_SLURM_MARKER:-/run/localbench-slurm-up}"   # the tests stop using this cluster
 
 left=0
 for n in slurmctld slurmd slurmdbd munged mariadbd; do   # one name each: pgrep -x ignores long alternations

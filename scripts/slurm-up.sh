@@ -176,5 +176,9 @@ case "$(sinfo -h -o %t 2>/dev/null || true)" in
   *) echo "slurm-up.sh: node never became idle" >&2; sinfo >&2 || true
      tail -20 /var/log/slurm/slurmctld.log /var/log/slurm/slurmd.log >&2 || true; exit 1 ;;
 esac
+# The marker the Slurm tests look for: they use a cluster only when this script started it on this
+# host (same controller, same node), so `make test` on a machine with another cluster submits nothing.
+MARKER=${LOCALBENCH_SLURM_MARKER:-/run/localbench-slurm-up}
+printf 'cluster=ci\nhost=%s\nstarted_by=scripts/slurm-up.sh\n' "$NODE" >"$MARKER"
 lap "cluster ready (node $NODE, $CPUS CPUs, ${MEM} MB, accounting: $([ "$WITH_DBD" = 1 ] && echo slurmdbd || echo none))"
 sinfo

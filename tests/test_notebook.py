@@ -40,6 +40,29 @@ def test_notebook_runs_on_a_run_dir(tmp_path, monkeypatch):
     assert len(pngs) == 4 and all(len(p) > 5_000 for p in pngs)
 
 
+@pytest.mark.timeout(180)
+def test_notebook_reads_the_newest_asb_run_under_runs_by_default(tmp_path, monkeypatch):
+    """Without LOCALBENCH_RUN_DIR it opens the newest scored asb-* run in runs/ beside notebooks/
+    (where `make run` writes), not a run directory that does not exist."""
+    import os
+    import shutil
+
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    shutil.copy(NOTEBOOK, notebooks / NOTEBOOK.name)
+    older = make_run_dir(tmp_path / "runs" / "asb-older")
+    newest = make_run_dir(tmp_path / "runs" / "asb-newest")
+    os.utime(older / "scores.json", (1_000_000_000, 1_000_000_000))
+    (tmp_path / "runs" / "agentleak-x").mkdir()  # another benchmark's run is not picked
+    monkeypatch.delenv("LOCALBENCH_RUN_DIR", raising=False)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    nb = nbformat.read(notebooks / NOTEBOOK.name, as_version=4)
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(notebooks)}}).execute()
+    markdown = "\n".join(o.get("data", {}).get("text/markdown", "") for c in nb.cells if c.cell_type == "code"
+                         for o in c.outputs)
+    assert f"Run `{newest.name}`" in markdown
+
+
 @pytest.mark.timeout(240)
 def test_notebook_shows_the_viewers_data_of_a_real_run(tmp_path, monkeypatch):
     """On a run with transcripts (the recorded embedded default), the last cell tabulates what the

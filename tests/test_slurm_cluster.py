@@ -5,7 +5,10 @@ CPU only: the tiny random model on the transformers engine, a few built-in scena
 mid-run finishing without duplicates, a failed shard cancelling the merge job (and status saying
 which shard and why, and resubmit --failed recovering), cancel, and serve mode (vLLM CPU).
 
-Without `sinfo` these tests skip, except under CI=true, where a missing cluster is a failure.
+These tests only ever use the cluster scripts/slurm-up.sh started on this host: it writes a marker
+(/run/localbench-slurm-up) naming its cluster and host, and the tests check it against what
+`scontrol show config` and `sinfo` report. Any other cluster (an HPC login node's) is never
+touched: the tests skip there. Under CI=true (.ci/run starts the cluster) a missing one is a failure.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -29,10 +33,39 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "slurm" / "examples" / "cpu-t
 ACTIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "SUSPENDED", "REQUEUE_HOLD"}
 
 
+MARKER = Path(os.environ.get("LOCALBENCH_SLURM_MARKER", "/run/localbench-slurm-up"))
+
+
+def _run(*cmd: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(cmd), capture_output=True, text=True, timeout=30)
+
+
+def own_cluster_problem(marker: Path = MARKER) -> str | None:
+    """None when the Slurm cluster answering here is the one scripts/slurm-up.sh started on this
+    host; else why it is not (then no test may submit anything to it)."""
+    if not marker.is_file():
+        return f"no {marker}: scripts/slurm-up.sh has not started the local test cluster (no other cluster is used)"
+    fields = dict(line.split("=", 1) for line in marker.read_text().splitlines() if "=" in line)
+    host = socket.gethostname().split(".")[0]
+    if fields.get("host") != host:
+        return f"{marker} names host {fields.get('host')!r}, this is {host!r}"
+    if shutil.which("scontrol") is None or shutil.which("sinfo") is None:
+        return "scontrol or sinfo not found"
+    conf = _run("scontrol", "show", "config")
+    settings = {k.strip(): v.strip() for k, _, v in (x.partition("=") for x in conf.stdout.splitlines()) if _}
+    if settings.get("ClusterName") != fields.get("cluster"):
+        return f"the cluster answering is {settings.get('ClusterName')!r}, not the local test cluster {fields.get('cluster')!r}"
+    controller = settings.get("SlurmctldHost[0]", "").split("(")[0]
+    if controller != host:
+        return f"the controller is {controller!r}, not this host {host!r}"
+    nodes = set(_run("sinfo", "-h", "-o", "%N").stdout.split())
+    if nodes != {host}:
+        return f"the cluster's nodes are {sorted(nodes)}, not only this host {host!r}"
+    return None
+
+
 def _cluster_problem() -> str | None:
-    if shutil.which("sinfo") is None:
-        return "sinfo not found"
-    r = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True)
+    r = _run("sinfo", "-h", "-o", "%t")
     states = set(r.stdout.split())
     if r.returncode != 0 or not states & {"idle", "mix", "alloc"}:
         return f"no usable node (sinfo rc={r.returncode}: {r.stdout.strip() or r.stderr.strip()})"
@@ -41,12 +74,15 @@ def _cluster_problem() -> str | None:
 
 @pytest.fixture(scope="module")
 def cluster() -> None:
+    ci = os.environ.get("CI", "").lower() == "true"
+    foreign = own_cluster_problem()
+    if foreign is not None:
+        if ci:
+            pytest.fail(f"the local test cluster is not up: {foreign}. Start it with `sudo scripts/slurm-up.sh`")
+        pytest.skip(f"not the local test cluster ({foreign})")
     problem = _cluster_problem()
-    if problem is None:
-        return
-    if os.environ.get("CI", "").lower() == "true" or shutil.which("sinfo"):
-        pytest.fail(f"the Slurm cluster is not up: {problem}. Start it with `sudo scripts/slurm-up.sh`")
-    pytest.skip(f"no Slurm here ({problem})")
+    if problem is not None:
+        pytest.fail(f"the local test cluster is not usable: {problem}. Restart it with `sudo scripts/slurm-up.sh`")
 
 
 @pytest.fixture(scope="module")
