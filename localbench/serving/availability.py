@@ -43,9 +43,12 @@ def _weights_problem(preset: Preset) -> str | None:
 
         return None if src.path and Path(src.path).is_dir() else f"directory {src.path!r} not found"
     if src.kind == "hf-hub":
-        from localbench.serving.weights import hub_weights_cached
+        from localbench.serving.weights import missing_hub_files
 
-        if not hub_weights_cached(src.repo or "", src.revision):
+        missing = missing_hub_files(src.repo or "", src.revision)
+        if missing and missing != ["config.json"]:
+            return f"download of {src.repo} incomplete: missing {', '.join(missing[:3])} (fetch again: localbench slurm prefetch, or huggingface-cli download {src.repo})"
+        if missing:
             return f"weights of {src.repo} not in the local Hugging Face cache (download them first: localbench slurm prefetch, or huggingface-cli download {src.repo})"
     return None
 
