@@ -20,7 +20,8 @@ app = typer.Typer(
 )
 
 # Modules under localbench/commands that each define register(app).
-COMMAND_MODULES = ["models", "generate", "serve", "data", "simulate", "run", "judges", "slurm", "report", "view"]
+COMMAND_MODULES = ["models", "generate", "serve", "data", "simulate", "run", "judges", "slurm", "report", "view",
+                   "doctor"]
 
 
 def _register_all() -> None:

