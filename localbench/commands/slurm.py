@@ -218,7 +218,9 @@ def ray_node_cmd(
     import shutil
 
     ip = _node_ip()
-    ray = shutil.which("ray")
+    # the `ray` of this Python's environment first (a venv that is used but not activated)
+    beside = Path(sys.executable).parent / "ray"
+    ray = str(beside) if beside.exists() else shutil.which("ray")
     if ray is None:
         typer.echo("error: `ray` is not installed in this environment (pip install 'ray[default]'); a multi-node "
                    "task serves its model with vLLM on a Ray cluster", err=True)
