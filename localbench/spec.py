@@ -145,6 +145,14 @@ class RunSpec(BaseModel):
         d = cls._design(info)
         if d is None:
             return v
+        if "agent" in v and "agent" not in d.role_names and d.primary_role not in v:
+            # a spec written for another benchmark names its model under-test "agent": here it plays
+            # the primary role (SopriBench's attacker), and the other roles default to it
+            import warnings
+
+            warnings.warn(f"{d.title} has no role 'agent': models.agent ({v['agent']}) plays the {d.primary_role}",
+                          stacklevel=2)
+            v = {(d.primary_role if k == "agent" else k): x for k, x in v.items()}
         unknown = [k for k in v if k not in d.role_names]
         if unknown:
             raise ValueError(f"{d.title} has no role '{unknown[0]}' (roles: {', '.join(d.role_names)})")

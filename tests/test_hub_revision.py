@@ -34,6 +34,8 @@ def hf_cache(tmp_path, monkeypatch) -> Path:
     snap = repo_dir / "snapshots" / COMMIT
     snap.mkdir(parents=True)
     (snap / "config.json").write_text("{}")
+    for name in ("model.safetensors", "tokenizer.json"):  # a whole download: the cache check reads every file
+        (snap / name).write_text("{}")
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
     return tmp_path / "hub"
 

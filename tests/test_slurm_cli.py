@@ -69,7 +69,8 @@ def test_prefetch_builds_local_presets_into_the_tasks_cache(tiny_dir, monkeypatc
 def test_prefetch_downloads_hub_models_into_the_tasks_hf_home(monkeypatch, tmp_path):
     calls = []
 
-    def fake_download(repo, revision, allow_patterns, cache_dir):
+    def fake_download(repo, revision, allow_patterns, cache_dir, ignore_patterns=None):
+        assert "consolidated*" in ignore_patterns  # Mistral's second copy of its weights is not fetched
         calls.append((repo, revision, allow_patterns, cache_dir))
         return f"{cache_dir}/{repo}"
 

@@ -64,9 +64,10 @@ def bash_syntax_ok(script: str, tmp_path: Path) -> None:
 EXAMPLE_SPECS = sorted(EXAMPLES.glob("*.yaml"))
 
 
-def test_there_are_five_examples():
+def test_there_are_nine_examples():
     assert {p.stem for p in EXAMPLE_SPECS} == {"one-gpu", "multi-gpu-tp", "split-agent-judge", "cpu-test-queue",
-                                               "multi-node-judge"}
+                                               "multi-node-judge", "agentleak-one-gpu", "agentleak-multi-node",
+                                               "sopri-one-gpu", "sopri-multi-node"}
 
 
 @pytest.mark.parametrize("spec_file", EXAMPLE_SPECS, ids=lambda p: p.stem)
@@ -97,6 +98,16 @@ CASES = {
                                         "extra_sbatch": ["--exclusive", "--mail-type=END"], "max_requeues": 1,
                                         "merge_job": {"partition": None, "mem": None, "time": "00:20:00",
                                                       "extra_sbatch": None}}), None),
+    # one node of 8 GPUs: the 70B preset (TP 4) as two TP-4 copies, served; the server waits as long as the task
+    "tp-dp-one-node": (dict(models={"agent": "llama-3.3-70b-instruct"},
+                            slurm={"gres": "gpu:h100:8", "serve": True, "serve_timeout": 1500, "judge_per_shard": True,
+                                   "cpus_per_task": 64}), None),
+    # 7B on 4 GPUs: four data-parallel copies, not one model split four ways
+    "dp-7b": (dict(models={"agent": "qwen2.5-7b-instruct"}, slurm={"gres": "gpu:4", "judge_per_shard": True}), None),
+    # 2 nodes x 4 GPUs with CPUs per task: the Ray srun steps get --cpus-per-task, ray-node --num-cpus
+    "multi-node-cpus": (dict(models={"agent": "llama-3.3-70b-instruct"},
+                             slurm={"nodes": 2, "gres": "gpu:4", "cpus_per_task": 16, "serve": True,
+                                    "judge_per_shard": True, "time": "08:00:00"}), None),
 }
 
 
@@ -151,10 +162,12 @@ def test_tensor_parallel_preset_and_gpu_split():
                                    "num_shards": 3,
                                    "slurm": {"gres": "gpu:a100:3", "judge_gpus": 1, "judge_per_shard": True}})
     plan = make_plan(spec, workdir=WORKDIR)
-    assert plan.roles["agent"].endswith("presets/qwen2.5-7b-instruct-tp2.yaml")
+    # a 7B model on 2 GPUs: two data-parallel copies (more in flight than one copy split in two)
+    assert plan.roles["agent"].endswith("presets/qwen2.5-7b-instruct-dp2.yaml")
     assert plan.roles["judge"] == "llama-3.1-8b-instruct"  # one judge GPU: the preset as is
     (data,) = plan.presets.values()
-    assert data["tensor_parallel_size"] == 2 and data["name"] == "qwen2.5-7b-instruct"
+    assert (data["tensor_parallel_size"], data["pipeline_parallel_size"], data["data_parallel_size"]) == (1, 1, 2)
+    assert data["name"] == "qwen2.5-7b-instruct"
     assert plan.shard_specs[2]["models"]["agent"] == plan.roles["agent"]
     assert plan.shard_specs[2]["shard"] == 2 and plan.shard_specs[2]["run_id"] == "2"
     assert plan.shard_specs[2]["out"] == str(plan.layout.shards) and plan.shard_specs[2]["slurm"] == {}
@@ -326,7 +339,7 @@ log({{"cmd": {name!r}, "argv": argv, "cwd": os.getcwd(),
                                              "RAY_ADDRESS", "LOCALBENCH_SERVER_LOGS")}}}})
 ready = os.environ["LB_STUB_LOG"] + ".ready."
 if argv[:1] == ["serve"]:
-    open(ready + argv[-1], "w").close()
+    open(ready + argv[argv.index("--port") + 1], "w").close()
 if argv[:2] == ["slurm", "wait-url"]:
     port = argv[2].split("://", 1)[-1].split("/", 1)[0].rsplit(":", 1)[-1]
     deadline = time.monotonic() + 30
@@ -451,7 +464,10 @@ def test_serve_mode_starts_waits_for_and_stops_one_server_per_gpu_group(tmp_path
     assert started["tiny-random"]["env"]["CUDA_VISIBLE_DEVICES"] == "4"
     assert started["smollm2-135m"]["env"]["CUDA_VISIBLE_DEVICES"] == "6"
     ports = {started[m]["env"]["LB_PORT"] for m in started}
-    assert len(ports) == 2 and all(started[m]["argv"][-1] == started[m]["env"]["LB_PORT"] for m in started)
+    assert len(ports) == 2 and all(started[m]["argv"][started[m]["argv"].index("--port") + 1] == started[m]["env"]["LB_PORT"]
+                                   for m in started)
+    # the server waits for its engine as long as the task waits for the server (slurm.serve_timeout)
+    assert all(started[m]["argv"][-2:] == ["--startup-timeout", "900"] for m in started)
     steps = {c["argv"][0]: c for c in calls if c["argv"][0] in ("simulate", "judge")}
     agent_url = f"http://127.0.0.1:{started['tiny-random']['env']['LB_PORT']}/v1"
     judge_url = f"http://127.0.0.1:{started['smollm2-135m']['env']['LB_PORT']}/v1"
@@ -573,14 +589,18 @@ def test_multi_node_plans_serve_across_the_nodes_and_refuse_what_cannot_work():
     assert (data["tensor_parallel_size"], data["pipeline_parallel_size"]) == (4, 2)
     script = render_array(plan).script
     assert "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n" in script and "lb_ray_up\nlb_serve agent - " in script
-    # the 70B preset sets tp 4 x pp 2: used as it is on 2 x 4 GPUs, refused on 2 x 2
+    # the 70B preset needs TP 4: on 2 x 4 GPUs TP 4 x PP 2 (never TP 8 x PP 2 = 16), on 2 x 2 TP 2 x PP 2,
+    # refused on 2 x 1
     big = {"run_id": "mn", "models": {"agent": "qwen2.5-7b-instruct", "judge": "llama-3.3-70b-instruct"}}
     plan = make_plan(RunSpec.model_validate({**big, "slurm": {"merge_job": {"nodes": 2, "gres": "gpu:h100:4"}}}),
                      workdir=WORKDIR)
-    assert plan.merge_judge_model == "llama-3.3-70b-instruct" and plan.merge.gpus == 4
+    assert plan.merge_judge_model.endswith("llama-3.3-70b-instruct-tp4-pp2.yaml") and plan.merge.gpus == 4
+    plan = make_plan(RunSpec.model_validate({**big, "slurm": {"merge_job": {"nodes": 2, "gres": "gpu:2"}}}),
+                     workdir=WORKDIR)
+    assert plan.merge_judge_model.endswith("llama-3.3-70b-instruct-tp2-pp2.yaml")
     with pytest.raises(SlurmOptionsError, match=r"field 'slurm\.merge_job\.nodes': preset 'llama-3\.3-70b-instruct' "
-                                                r"runs on .* = 8 GPUs, but the job has 2 nodes x 2 GPUs = 4"):
-        make_plan(RunSpec.model_validate({**big, "slurm": {"merge_job": {"nodes": 2, "gres": "gpu:2"}}}),
+                                                r"needs 4 GPUs .* the job has 2 node\(s\) x 1 GPUs = 2"):
+        make_plan(RunSpec.model_validate({**big, "slurm": {"merge_job": {"nodes": 2, "gres": "gpu:1"}}}),
                   workdir=WORKDIR)
     with pytest.raises(SlurmOptionsError, match=r"field 'slurm\.nodes': .* set slurm\.serve: true"):
         make_plan(RunSpec.model_validate({**spec, "slurm": {"nodes": 2, "gres": "gpu:4"}}), workdir=WORKDIR)
@@ -620,14 +640,14 @@ def test_a_multi_node_merge_job_starts_ray_serves_the_judge_and_tears_it_all_dow
     waited = next(c for c in calls if c["argv"][:2] == ["slurm", "wait-ray"])
     assert waited["argv"][2:] == [address, "--nodes", "2", "--gpus", "8", "--timeout", "600"]
     server = next(c for c in calls if c["argv"][:1] == ["serve"] and "signal" not in c)
-    assert server["argv"][1] == "llama-3.3-70b-instruct" and server["env"]["RAY_ADDRESS"] == address
+    assert server["argv"][1].endswith("llama-3.3-70b-instruct-tp4-pp2.yaml") and server["env"]["RAY_ADDRESS"] == address
     assert server["env"]["CUDA_VISIBLE_DEVICES"] is None  # the server sees every GPU of its node
     assert server["env"]["LOCALBENCH_SERVER_LOGS"] == str(plan.layout.run / "slurm" / "servers")
     judge = next(c for c in calls if c["argv"][:1] == ["judge"])
     assert judge["argv"][-3:] == ["openai", "--base-url", f"http://127.0.0.1:{server['env']['LB_PORT']}/v1"]
     order = [x[1] for x in seq if not x[2]]
     assert order.index("slurm merge") < order.index("srun") < order.index("slurm wait-ray") < order.index("serve " +
-           "llama-3.3-70b-instruct") < order.index("judge " + str(plan.layout.run)) < order.index("score " +
+           server["argv"][1]) < order.index("judge " + str(plan.layout.run)) < order.index("score " +
            str(plan.layout.run)), order
     stops = [(c["cmd"], c["signal"]) for c in calls if "signal" in c]
     assert ("localbench", signal.SIGINT) in stops and stops.count(("srun", signal.SIGTERM)) == 2, stops

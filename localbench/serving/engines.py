@@ -17,8 +17,13 @@ class UnknownEngineError(UserError, ValueError):
 
 
 def cuda_available() -> bool:
+    """Whether a CUDA GPU is here, asked through NVML: a plain ``torch.cuda.is_available()``
+    initialises CUDA in this process, and vLLM's forked EngineCore then dies (``device``)."""
     if importlib.util.find_spec("torch") is None:
         return False
+    from localbench.serving.device import nvml_safe_cuda_check
+
+    nvml_safe_cuda_check()
     import torch
 
     return bool(torch.cuda.is_available())

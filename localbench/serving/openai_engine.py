@@ -16,8 +16,9 @@ The model name sent is the preset's name, which ``localbench serve`` gives its s
 the same on every host. When the server answers that it has no such model, the client asks it
 once (``GET /v1/models``) whether it serves the preset under vLLM's default name (the hub repo id
 or the local path, for a server started by hand with ``vllm serve REPO``) and uses that. An
-explicit ``model=`` is sent as given. The weights are touched only to count tokens locally, and
-only on a server without ``/tokenize``.
+explicit ``model=`` is sent as given. Tokens are counted with the preset's tokenizer where it
+loads from local files (no round trip per turn), else by the server's ``/tokenize``; counts are
+remembered per prompt.
 
 Images (vision presets only; other presets refuse them with ImageInputError before anything is
 sent): an image part goes out as OpenAI's ``{"type": "image_url", "image_url": {"url":
@@ -42,6 +43,13 @@ from localbench.serving.messages import has_images
 from localbench.serving.vision import engine_messages, openai_messages
 
 DEFAULT_TIMEOUT_S = 600.0
+COUNT_MEMO = 1024  # prompts whose token counts are remembered
+
+
+def _prompt_key(messages: list[Message]) -> str:
+    import json
+
+    return json.dumps(messages, sort_keys=True, ensure_ascii=False, default=str)
 
 
 class BaseUrlError(EngineError):
@@ -132,6 +140,8 @@ class OpenAIBackend:
         self._tokenizer: Any = None
         self._processor: Any = None
         self._tokenize_endpoint: bool | None = None
+        self._local_tokenizer: bool | None = None  # None: not tried yet (see _local_tokenizer_ready)
+        self._counts: dict[str, int] = {}  # prompt -> tokens, the most recent COUNT_MEMO
         self.in_flight = 0
         self.peak_in_flight = 0
         self.requests_sent = 0
@@ -302,15 +312,85 @@ class OpenAIBackend:
         )
 
     def count_tokens(self, messages: list[Message]) -> int:
-        """The server's /tokenize (vLLM) when it has one, else the preset's local tokenizer.
+        """Prompt tokens, without a round trip where possible: the run calls this from its event
+        loop on every turn (and several times while cutting history), so a blocking HTTP call
+        here caps every served run at about one turn per round trip.
 
-        Synchronous like the protocol: one short blocking HTTP call, made when prompts are checked
-        against the context window, not per generated token.
-        """
+        Counts are remembered per prompt; a prompt is counted with the preset's own tokenizer when
+        it loads from local files (a tokenizer is a few MB, fetched with the weights by prefetch,
+        never downloaded here); only a client without one asks the server's /tokenize."""
+        key = _prompt_key(messages)
+        if key in self._counts:
+            return self._counts[key]
+        n = self._count_locally(messages) if self._local_tokenizer_ready() else None
+        if n is None:
+            n = self._count_remotely(messages)
+        return self._remember(key, n)
+
+    async def acount_tokens(self, messages: list[Message]) -> int:
+        """``count_tokens`` for async callers: the /tokenize fallback goes through the async client."""
+        key = _prompt_key(messages)
+        if key in self._counts:
+            return self._counts[key]
+        if self._local_tokenizer_ready():
+            return self._remember(key, self._count_locally(messages))
         if self._tokenize_endpoint is not False:
-            body: dict[str, Any] = {"model": self.model, "messages": self._text(messages), "add_generation_prompt": True}
-            if self.chat_template_kwargs:
-                body["chat_template_kwargs"] = self.chat_template_kwargs
+            try:
+                r = await self._http().post(f"{self.root_url}/tokenize", json=self._tokenize_body(messages), timeout=30.0)
+                if r.status_code == 200 and "count" in r.json():
+                    self._tokenize_endpoint = True
+                    return self._remember(key, int(r.json()["count"]))
+                if r.status_code in (404, 405):
+                    self._tokenize_endpoint = False
+            except (httpx.HTTPError, ValueError):
+                pass
+        return self._remember(key, await asyncio.to_thread(self._count_locally, messages))
+
+    def _remember(self, key: str, n: int) -> int:
+        self._counts[key] = n
+        if len(self._counts) > COUNT_MEMO:
+            self._counts.pop(next(iter(self._counts)))
+        return n
+
+    def _local_tokenizer_ready(self) -> bool:
+        """Whether a local tokenizer is loaded or loads now from local files alone (no download,
+        no weights built): decided once."""
+        if self._tokenizer is not None:
+            return True
+        if self._local_tokenizer is False:
+            return False
+        try:
+            from transformers import AutoTokenizer
+
+            location, revision = self.tokenizer_location, None
+            if location is None and self.preset is not None:
+                src = self.preset.source
+                if src.kind == "hf-hub":
+                    location, revision = src.repo, src.revision
+                elif src.kind == "local":
+                    location = src.path
+                else:  # built or converted weights (tiny-random, GGUF): only where already built
+                    from localbench.serving.weights import materialize
+
+                    location = materialize(self.preset)
+            if location is None or self.accepts_images:
+                raise LookupError("no local tokenizer location (or a VLM, counted by the server's processor)")
+            self._tokenizer = AutoTokenizer.from_pretrained(location, revision=revision, local_files_only=True)
+            self._local_tokenizer = True
+        except Exception:  # noqa: BLE001 - not cached, no transformers: the server counts
+            self._local_tokenizer = False
+        return bool(self._local_tokenizer)
+
+    def _tokenize_body(self, messages: list[Message]) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.model, "messages": self._text(messages), "add_generation_prompt": True}
+        if self.chat_template_kwargs:
+            body["chat_template_kwargs"] = self.chat_template_kwargs
+        return body
+
+    def _count_remotely(self, messages: list[Message]) -> int:
+        """The server's /tokenize (vLLM) when it has one, else the preset's local tokenizer."""
+        if self._tokenize_endpoint is not False:
+            body = self._tokenize_body(messages)
             try:
                 r = httpx.post(f"{self.root_url}/tokenize", json=body, headers=self._headers, timeout=30.0)
                 if r.status_code == 404 and self._may_switch(body) and self._switch_model(body["model"]):

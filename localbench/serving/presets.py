@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from localbench.paths import presets_dir
 
@@ -26,7 +26,7 @@ class ModelSource(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["hf-hub", "local", "pypi-gguf", "tiny-random"]
+    kind: Literal["hf-hub", "local", "pypi-gguf", "tiny-random", "shape"]
     repo: str | None = None  # hf-hub: "Qwen/Qwen2.5-7B-Instruct"
     revision: str = "main"  # hf-hub: pin a commit for reproducibility
     path: str | None = None  # local: a transformers model directory
@@ -35,6 +35,7 @@ class ModelSource(BaseModel):
     base: str | None = None  # tiny-random: the preset whose tokenizer it borrows (a vision preset: a tiny Llava)
     seed: int = 0  # tiny-random: weight init seed
     arch: Literal["llava", "idefics3"] = "llava"  # tiny-random vision preset: which VLM (see serving/tiny_vlm.py)
+    shape: str | None = None  # shape: a real model's architecture without weights (serving/shapes.py; vLLM dummy load)
 
 
 class ModelSize(BaseModel):
@@ -47,6 +48,7 @@ class ModelSize(BaseModel):
     layers: int = Field(gt=0)  # num_hidden_layers
     kv_heads: int = Field(gt=0)  # num_key_value_heads
     head_dim: int = Field(gt=0)  # head_dim (hidden_size / num_attention_heads where not given)
+    heads: int | None = Field(None, gt=0)  # num_attention_heads: tensor parallelism must divide it
 
 
 class Preset(BaseModel):
@@ -63,6 +65,7 @@ class Preset(BaseModel):
     gpu_memory_utilization: float = Field(0.85, gt=0, le=1)
     tensor_parallel_size: int = Field(1, ge=1)
     pipeline_parallel_size: int = Field(1, ge=1)  # > 1: layers split across GPUs (across nodes, with Ray)
+    data_parallel_size: int = Field(1, ge=1)  # > 1: that many copies of the model, one per GPU group
     # the model takes images in chat content (a VLM): engines then send image parts to it instead of
     # refusing them, and benchmarks read ``Backend.accepts_images`` to choose pixels or a text fallback
     vision: bool = False
@@ -70,6 +73,14 @@ class Preset(BaseModel):
     engine_args: dict[str, Any] = Field(default_factory=dict)  # extra vLLM engine arguments
     chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)  # e.g. {enable_thinking: false}
     file: Path | None = Field(None, exclude=True)
+
+    @model_validator(mode="after")
+    def _tp_divides_heads(self) -> "Preset":
+        heads = self.size.heads if self.size is not None else None
+        if heads is not None and heads % self.tensor_parallel_size:
+            raise ValueError(f"tensor_parallel_size {self.tensor_parallel_size} does not divide the model's {heads} "
+                             "attention heads (size.heads); vLLM refuses it")
+        return self
 
 
 def _load_file(path: Path) -> Preset:

@@ -66,7 +66,9 @@ def cli_flags(args: dict[str, Any]) -> list[str]:
         if value is None:
             continue
         name = "--" + key.replace("_", "-")
-        if value is True:
+        if key == "logits_processors":  # nargs="+": one word per processor class
+            flags += [name, *map(str, value)]
+        elif value is True:
             flags.append(name)
         elif value is False:
             flags.append("--no-" + key.replace("_", "-"))
@@ -101,7 +103,7 @@ class VLLMServer:
     def __init__(self, preset: Preset | str, *, port: int | None = None, host: str = DEFAULT_HOST,
                  location: str | None = None, log_path: str | Path | None = None,
                  startup_timeout: float = 600.0, extra_args: list[str] | None = None,
-                 env: dict[str, str] | None = None, on_cpu: bool | None = None):
+                 env: dict[str, str] | None = None, on_cpu: bool | None = None, device: Any = None):
         self.preset = load_preset(preset) if isinstance(preset, str) else preset
         self.host = host
         self.port = port or free_port(host)
@@ -110,6 +112,7 @@ class VLLMServer:
         self.extra_args = list(extra_args or [])
         self.env = dict(env or {})
         self.on_cpu = (not _cuda_available()) if on_cpu is None else on_cpu
+        self.device = device  # localbench.serving.device.Device; detected when the command is built on a GPU
         # a Slurm task points LOCALBENCH_SERVER_LOGS into its run directory (not the home directory)
         log_dir = Path(os.environ["LOCALBENCH_SERVER_LOGS"]) if os.environ.get("LOCALBENCH_SERVER_LOGS") \
             else cache_dir() / "servers"
@@ -143,7 +146,12 @@ class VLLMServer:
         from localbench.serving.vllm_engine import engine_settings
         from localbench.serving.weights import hub_revision
 
-        settings = engine_settings(self.preset, on_cpu=self.on_cpu)
+        device = None
+        if not self.on_cpu:
+            from localbench.serving.device import detect
+
+            device = self.device or detect()
+        settings = engine_settings(self.preset, on_cpu=self.on_cpu, device=device, served=True)
         revision = hub_revision(self.preset, self.location)
         if revision is not None:
             settings.setdefault("revision", revision)  # a hub preset loads its pinned (or resolved) commit

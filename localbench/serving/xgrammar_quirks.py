@@ -5,7 +5,8 @@ have a ``maxLength`` (mlc-ai/xgrammar#800). Every engine here asks for compact J
 a byte is legal nowhere (JSON strings must escape it), so a reply holding one is invalid and
 costs a retry. Both engines keep such tokens out of constrained replies: ``hf`` drops them from
 every constrained row's token mask, ``vllm`` (whose structured outputs use the same xgrammar)
-gives them a logit bias of -100.
+gives them a logit bias of -100, and a server started by ``localbench serve`` applies the same
+bias through a logits processor (``control_bias``).
 """
 
 from __future__ import annotations
@@ -21,9 +22,24 @@ def control_byte_tokens(decoded_vocab: list[bytes], vocab_size: int) -> list[int
     return [i for i, raw in enumerate(decoded_vocab[:vocab_size]) if len(raw.translate(None, _CONTROL)) != len(raw)]
 
 
-def control_token_bias(tokenizer: Any, vocab_size: int) -> dict[int, float]:
-    """vLLM ``logit_bias`` that keeps control-character tokens out of a constrained reply."""
+def _decoded_vocab(tokenizer: Any, vocab_size: int) -> list[bytes]:
+    """Each token's bytes: xgrammar's reading of a Hugging Face tokenizer, else (a tokenizer that
+    xgrammar does not take, such as vLLM's own Mistral tokenizer: "Unsupported tokenizer type")
+    the tokenizer's decoding of each id alone."""
     import xgrammar as xgr
 
-    info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size)
-    return {i: BANNED_BIAS for i in control_byte_tokens(info.decoded_vocab, vocab_size)}
+    try:
+        return list(xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size).decoded_vocab)
+    except Exception:  # noqa: BLE001 - xgrammar raises ValueError/TypeError/RuntimeError by tokenizer kind
+        out = []
+        for i in range(vocab_size):
+            try:
+                out.append(tokenizer.decode([i]).encode("utf-8", "surrogatepass"))
+            except Exception:  # noqa: BLE001 - an id past the tokenizer's own vocabulary
+                out.append(b"")
+        return out
+
+
+def control_token_bias(tokenizer: Any, vocab_size: int) -> dict[int, float]:
+    """vLLM ``logit_bias`` that keeps control-character tokens out of a constrained reply."""
+    return {i: BANNED_BIAS for i in control_byte_tokens(_decoded_vocab(tokenizer, vocab_size), vocab_size)}

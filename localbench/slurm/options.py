@@ -16,7 +16,8 @@ from localbench.errors import UserError
 from localbench.slurm.shell import no_newline, sbatch_value, shell_line
 
 DEFAULT_AFTER_MERGE = ["localbench judge {run}", "localbench score {run}", "localbench report {run}"]
-DEFAULT_SERVE_COMMAND = "localbench serve {model} --host 127.0.0.1 --port {port}"
+# {startup_timeout} is slurm.serve_timeout: the server waits as long as the task waits for it
+DEFAULT_SERVE_COMMAND = "localbench serve {model} --host 127.0.0.1 --port {port} --startup-timeout {startup_timeout}"
 
 _TIME = re.compile(r"^(\d+-)?\d+(:\d{1,2}){0,2}$")
 _MEM = re.compile(r"^\d+[KMGT]?$")
@@ -186,7 +187,7 @@ class SlurmOptions(JobResources):
     max_requeues: int = Field(3, ge=0)  # self-requeues at the warning signal before the task gives up
     # engines and GPUs
     serve: bool = False  # run the agent model in a `localbench serve` on a free port, not in-process
-    serve_command: str = DEFAULT_SERVE_COMMAND  # placeholders {model} {port}
+    serve_command: str = DEFAULT_SERVE_COMMAND  # placeholders {model} {port} {startup_timeout}
     serve_timeout: int = Field(900, ge=1)  # seconds to wait for the server to answer
     judge_gpus: int | None = Field(None, ge=1)  # of each task's GPUs, this many serve the judge
     tensor_parallel: bool = True  # each model uses all the GPUs it is given, tensor-parallel

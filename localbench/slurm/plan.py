@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from localbench.serving.presets import PresetError, load_preset
+from localbench.serving.parallel import Parallel, ParallelError, layout_for
+from localbench.serving.presets import Preset, PresetError, load_preset
 from localbench.slurm.layout import RunLayout
 from localbench.slurm.options import JobResources, SlurmOptions, SlurmOptionsError, parse_options
 from localbench.slurm.shell import UnsafeValue, sbatch_value
@@ -45,44 +46,44 @@ def _job_name(run_id: str) -> str:
     return "lb-" + re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)[:60]
 
 
-def _tp_preset(name: str, gpus: int, layout: RunLayout, presets: dict[Path, dict[str, Any]]) -> str:
-    """The preset to load for a model given ``gpus`` GPUs: a copy with tensor_parallel_size = gpus.
-
-    The copy keeps the preset's name, so its cache identity (and so the response cache) is the
-    same as the original's.
-    """
-    p = load_preset(name)
-    if gpus <= 1 or p.tensor_parallel_size == gpus:
-        return name
+def _derived(p: Preset, layout: Parallel, layout_dir: RunLayout, presets: dict[Path, dict[str, Any]]) -> str:
+    """The preset's name when ``layout`` is its own; else a copy with the layout's sizes under
+    RUN/slurm/presets/ (same name, so the same cache identity and response cache)."""
+    if (layout.tp, layout.pp, layout.dp) == (p.tensor_parallel_size, p.pipeline_parallel_size, p.data_parallel_size):
+        return p.name
     data = p.model_dump(mode="json", exclude={"file"})
-    data["tensor_parallel_size"] = gpus
-    path = layout.presets / f"{p.name}-tp{gpus}.yaml"
+    data.update(tensor_parallel_size=layout.tp, pipeline_parallel_size=layout.pp, data_parallel_size=layout.dp)
+    path = layout_dir.presets / f"{p.name}{layout.suffix()}.yaml"
     presets[path] = data
     return str(path)
+
+
+def _tp_preset(name: str, gpus: int, layout: RunLayout, presets: dict[Path, dict[str, Any]], where: str = "spec",
+               field: str = "gres") -> str:
+    """The preset to load for a model given ``gpus`` GPUs of one node: tensor parallel as the
+    preset needs, data-parallel copies on the rest (``serving.parallel``); refused with the reason
+    when the GPUs cannot be split so."""
+    p = load_preset(name)
+    if gpus <= 1:  # no GPUs to spread over (or a role this job does not run): the preset as it is
+        return name
+    try:
+        par = layout_for(p, max(1, gpus))
+    except ParallelError as e:
+        raise SlurmOptionsError(f"{where}: field 'slurm.{field}': {e}") from e
+    return _derived(p, par, layout, presets)
 
 
 def _multi_node_preset(name: str, per_node: int, nodes: int, layout: RunLayout,
                        presets: dict[Path, dict[str, Any]], where: str, field: str) -> str:
-    """The preset a Ray cluster of ``nodes`` x ``per_node`` GPUs serves: the preset's own tensor and
-    pipeline parallel sizes when they use exactly those GPUs; for a preset that sets neither, vLLM's
-    advice (tensor parallel within a node, pipeline parallel across nodes); anything else is refused."""
+    """The preset a Ray cluster of ``nodes`` x ``per_node`` GPUs serves: tensor parallel within a
+    node, pipeline parallel across nodes (or the preset's own sizes when they use exactly those
+    GPUs); refused when the GPUs are too few or tensor parallelism cannot divide the heads."""
     p = load_preset(name)
-    total, tp, pp = per_node * nodes, p.tensor_parallel_size, p.pipeline_parallel_size
-    if tp * pp != total:
-        if (tp, pp) != (1, 1):
-            raise SlurmOptionsError(
-                f"{where}: field 'slurm.{field}': preset '{p.name}' runs on tensor_parallel_size x "
-                f"pipeline_parallel_size = {tp} x {pp} = {tp * pp} GPUs, but the job has {nodes} nodes x {per_node} "
-                f"GPUs = {total}; make them agree (vLLM's advice: tensor_parallel_size = GPUs per node, "
-                "pipeline_parallel_size = nodes)")
-        tp, pp = per_node, nodes
-    if (tp, pp) == (p.tensor_parallel_size, p.pipeline_parallel_size):
-        return name
-    data = p.model_dump(mode="json", exclude={"file"})
-    data.update(tensor_parallel_size=tp, pipeline_parallel_size=pp)
-    path = layout.presets / f"{p.name}-tp{tp}-pp{pp}.yaml"
-    presets[path] = data
-    return str(path)
+    try:
+        par = layout_for(p, per_node, nodes)
+    except ParallelError as e:
+        raise SlurmOptionsError(f"{where}: field 'slurm.{field}': {e}") from e
+    return _derived(p, par, layout, presets)
 
 
 def _judge_on_gpu(spec: RunSpec) -> bool:
@@ -138,7 +139,8 @@ def make_plan(spec: RunSpec, where: str = "spec", workdir: str | Path | None = N
     else:
         agent_gpus = opts.agent_gpus if opts.tensor_parallel else 1
         judge_gpus = (opts.judge_gpus or opts.gpus) if opts.tensor_parallel else 1
-        roles = {r: _tp_preset(spec.model_for(r), judge_gpus if r == judge_role else agent_gpus, layout, presets)
+        roles = {r: _tp_preset(spec.model_for(r), judge_gpus if r == judge_role else agent_gpus, layout, presets,
+                               where, "judge_gpus" if r == judge_role and opts.judge_gpus else "gres")
                  for r in design.role_names}
     # what each shard's spec names: the primary role always; another role where the spec names it
     # (else it follows its default), the judge also where its tensor-parallel copy differs

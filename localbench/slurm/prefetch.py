@@ -17,6 +17,9 @@ from localbench.spec import RunSpec
 
 # Files an engine loads from a hub repository; other formats (.bin, .pth, GGUF) are skipped.
 HUB_PATTERNS = ["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja", "*.tiktoken", "tokenizer*"]
+# Second copies of the weights in another format: Mistral's consolidated.safetensors (14.5 GB for
+# Mistral-7B, and its presence makes vLLM choose Mistral's tokenizer), Meta's original/ folder.
+HUB_IGNORE = ["consolidated*", "original/*"]
 
 
 @dataclass
@@ -53,7 +56,7 @@ def prefetch(spec: RunSpec) -> list[Fetched]:
 
                 hf_home = env.get("HF_HOME") or os.environ.get("HF_HOME")
                 done[name] = snapshot_download(
-                    preset.source.repo, revision=preset.source.revision, allow_patterns=HUB_PATTERNS,
+                    preset.source.repo, revision=preset.source.revision, allow_patterns=HUB_PATTERNS, ignore_patterns=HUB_IGNORE,
                     cache_dir=str(Path(hf_home) / "hub") if hf_home else None,
                 )
             else:

@@ -108,8 +108,13 @@ def _ray(res: JobResources, timeout: int) -> dict[str, Any] | None:
     """The Ray cluster of a multi-node job: its nodes, GPUs per node, the srun --gres."""
     if not res.multi_node:
         return None
+    # each Ray node's srun step gets the job's CPUs per task: without --cpus-per-task Slurm gives
+    # an --overlap step one CPU, and Ray (and vLLM's workers under it) run on that one core
+    cpus = Shell(" " + sbatch_value(f"--cpus-per-task={res.cpus_per_task}", "cpus_per_task")) if res.cpus_per_task \
+        else Shell("")
     return {"nodes": int(res.nodes or 1), "gpus": res.gpus, "timeout": timeout,
-            "gres": sbatch_value(f"--gres={res.gres}", "gres")}
+            "gres": sbatch_value(f"--gres={res.gres}", "gres"), "cpus": cpus,
+            "num_cpus": Shell(f" --num-cpus {int(res.cpus_per_task)}") if res.cpus_per_task else Shell("")}
 
 
 def _common(plan: RunPlan, res: JobResources, merge: bool) -> dict[str, Any]:
@@ -142,9 +147,11 @@ def _policy_lines(plan: RunPlan, output: str) -> list[Shell]:
     return lines
 
 
-def serve_line(command: str, model: str) -> Shell:
-    """The serve command for one model, as one quoted word for `bash -c` (port from $LB_PORT)."""
-    code = command.replace("{model}", quote(model)).replace("{port}", '"$LB_PORT"')
+def serve_line(command: str, model: str, startup_timeout: int = 900) -> Shell:
+    """The serve command for one model, as one quoted word for `bash -c` (port from $LB_PORT;
+    ``{startup_timeout}``: slurm.serve_timeout, so the server does not give up before the task does)."""
+    code = command.replace("{model}", quote(model)).replace("{port}", '"$LB_PORT"') \
+        .replace("{startup_timeout}", str(int(startup_timeout)))
     return quote(code)
 
 
@@ -174,8 +181,8 @@ def render_array(plan: RunPlan, shards: list[int] | None = None) -> RenderedJob:
         "judge_gpus": o.judge_gpus or 0,
         "serve": o.serve,
         "serve_any": o.serve,
-        "agent_serve": serve_line(o.serve_command, plan.roles[plan.spec.design.primary_role]),
-        "judge_serve": serve_line(o.serve_command, plan.roles[plan.spec.design.judge_role]),
+        "agent_serve": serve_line(o.serve_command, plan.roles[plan.spec.design.primary_role], o.serve_timeout),
+        "judge_serve": serve_line(o.serve_command, plan.roles[plan.spec.design.judge_role], o.serve_timeout),
         "judge_per_shard": o.judge_per_shard,
     }
     return RenderedJob("array", _env().get_template("array.sbatch.j2").render(**ctx))
@@ -212,7 +219,8 @@ def render_merge(plan: RunPlan) -> RenderedJob:
     sbatch += resource_lines(res)
     sbatch += [sbatch_value(x, f"merge_job.extra_sbatch[{i}]") for i, x in enumerate(plan.merge_extra)]
     ctx = {**_common(plan, res, merge=True), "sbatch": sbatch, "after_merge": after, "serve_any": served,
-           "judge_serve": serve_line(o.serve_command, plan.merge_judge_model or plan.roles[plan.spec.design.judge_role])}
+           "judge_serve": serve_line(o.serve_command, plan.merge_judge_model or plan.roles[plan.spec.design.judge_role],
+                                      o.serve_timeout)}
     return RenderedJob("merge", _env().get_template("merge.sbatch.j2").render(**ctx))
 
 
