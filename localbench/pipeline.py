@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from localbench.benchmarks import Benchmark, get_benchmark
 from localbench.errors import IncompleteRun, UserError, field_error, yaml_error
 from localbench.records import Transcript
-from localbench.rundir import RunDir, changed_files
+from localbench.rundir import RunDir, changed_files, run_lock
 from localbench.spec import RunSpec
 
 
@@ -183,10 +183,16 @@ def judge_stage(spec: RunSpec, progress: bool | None = None) -> None:
     role = spec.design.judge_role
     if spec.models.get(role) is None and rd.spec_file.exists() and judge_of(spec, rd) != spec.judge_model:
         spec = spec.with_model(role, judge_of(spec, rd))
-    asyncio.run(_judge(spec, rd, progress))
+    with run_lock(rd.path):
+        asyncio.run(_judge(spec, rd, progress))
 
 
 def score_stage(spec: RunSpec):
+    with run_lock(spec.run_dir):
+        return _score(spec)
+
+
+def _score(spec: RunSpec):
     from localbench.scoring import aggregate, write_scores
 
     t0 = time.monotonic()
@@ -242,7 +248,8 @@ def report_stage(spec: RunSpec) -> Path:
     from localbench.report import render_report
 
     t0 = time.monotonic()
-    path = render_report(spec.run_dir)
+    with run_lock(spec.run_dir):
+        path = render_report(spec.run_dir)
     log(f"report: {path} ({time.monotonic() - t0:.1f} s)")
     return path
 
@@ -253,7 +260,8 @@ def run_all(spec: RunSpec, progress: bool | None = None) -> Path:
     from localbench.runtime.clients import check_models
 
     check_models(spec)
-    simulate_stage(spec, progress)
-    judge_stage(spec, progress)
-    score_stage(spec)
-    return report_stage(spec)
+    with run_lock(spec.run_dir):  # held across the stages (each also asks for it when run alone)
+        simulate_stage(spec, progress)
+        judge_stage(spec, progress)
+        score_stage(spec)
+        return report_stage(spec)

@@ -27,8 +27,11 @@ def register(app: typer.Typer) -> None:
         from localbench.viewer.build import refresh_run_viewer
 
         spec = F.spec_from_flags(spec_file, **given, embedded=True, **{"serving.max_concurrency": concurrency})
+        from localbench.rundir import run_lock
+
         report = run_all(spec, progress)
-        log(refresh_run_viewer(spec.run_dir))
+        with run_lock(spec.run_dir):
+            log(refresh_run_viewer(spec.run_dir))
         typer.echo(f"run directory: {spec.run_dir}")
         typer.echo(f"report: {report}")
         typer.echo(f"viewer: localbench view {spec.run_dir}")

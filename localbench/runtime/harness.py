@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from localbench.records import JsonlStore, RecordStore, Transcript
-from localbench.rundir import RunDir
+from localbench.rundir import RunDir, run_lock
 from localbench.runtime.clients import RoleClients
 from localbench.runtime.scheduler import Job, JobError, run_jobs
 from localbench.runtime.summary import SimulationSummary
@@ -212,4 +212,5 @@ def simulate(spec: RunSpec, simulator: Simulator, *, progress: bool | None = Non
         finally:
             await clients.aclose()
 
-    return asyncio.run(go())
+    with run_lock(spec.run_dir):  # a second command on this run directory is refused at once
+        return asyncio.run(go())
