@@ -21,6 +21,10 @@ DEFAULT_MODEL = "smollm2-135m"
 """The packaged small model: the primary role's preset when a spec names none."""
 
 
+MAX_RUN_ID_BYTES = 200
+"""A run id is one directory name: file systems allow 255 bytes, and shard and temp names add to it."""
+
+
 class SpecError(UserError, ValueError):
     """A spec file or flag that does not validate; names the file and field."""
 
@@ -99,6 +103,8 @@ class RunSpec(BaseModel):
     def _run_id(cls, v: str | None) -> str | None:
         """The run directory is out/<run_id>: one directory name, never a path out of ``out``."""
         problem = None if v is None else path_name_problem(v)
+        if v is not None and not problem and len(v.encode()) > MAX_RUN_ID_BYTES:
+            problem = f"{len(v.encode())} bytes long, over the bound of {MAX_RUN_ID_BYTES} (a directory name)"
         if problem:
             raise ValueError(f"the run id names the run directory inside 'out': {problem}")
         return v
