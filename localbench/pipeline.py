@@ -80,6 +80,8 @@ def simulate_stage(spec: RunSpec, progress: bool | None = None) -> Path:
             f"{summary.engine_errors} of {summary.total} simulations stopped by engine errors, the first: "
             f"{summary.first_engine_error}. Finished simulations are kept in {summary.run_dir}; fix the engine "
             f"and rerun the same command to run the rest (details: {summary.run_dir / 'sim_errors.jsonl'})")
+    if summary.all_failed:  # nothing to judge or score: say so now, not with a report of failures
+        raise IncompleteRun(summary.all_failed_line())
     return summary.run_dir
 
 

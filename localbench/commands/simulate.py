@@ -31,6 +31,10 @@ def register(app: typer.Typer) -> None:
         typer.echo(summary.line())
         if summary.transcripts.exists():  # none yet when the engine failed before any simulation ended
             typer.echo(f"transcripts: {summary.transcripts}")
+        if summary.all_failed:  # exit 1 with the count and the first error, never 0
+            from localbench.errors import IncompleteRun
+
+            raise IncompleteRun(summary.all_failed_line())
         if summary.engine_errors:  # 1: incomplete (rerun resumes); 3: a file could not be written
             from localbench.errors import EXIT_CANNOT_WRITE, EXIT_INCOMPLETE
 

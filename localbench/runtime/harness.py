@@ -175,6 +175,7 @@ async def simulate_scenarios(spec: RunSpec, simulator: Simulator, scenarios: lis
             return
         store.append(error_transcript(by_key[job.key], primary, err))
         summary.errors += 1
+        summary.first_error = summary.first_error or err.error
         ends["error"] += 1
 
     if summary.already_done:  # the progress below counts only what is left
@@ -186,6 +187,12 @@ async def simulate_scenarios(spec: RunSpec, simulator: Simulator, scenarios: lis
                             stats=[c.stats for c in clients.distinct()], progress=progress)
     summary.terminations = dict(ends)
     summary.wall_s = report.wall_s
+    for t in store.read():  # what the run as a whole has (a resumed run's earlier simulations too)
+        if t.key in mine:
+            summary.recorded_ok += t.termination != "error"
+            summary.recorded_failed += t.termination == "error"
+            if t.termination == "error" and not summary.first_error:
+                summary.first_error = t.error or "error"
     return summary
 
 
