@@ -46,12 +46,16 @@ class EngineOptions(BaseModel):
     # kernels where the installed vLLM has them, one row per forward pass (and no prefix reuse)
     # on hf; refused where neither holds (docs/simulation.md, "Batch invariance")
     batch_invariant: bool = False
+    # openai: how long one request may take in all, and how long the server may send nothing at all
+    # before it is asked GET /health and, silent there too, named as hung (localbench.serving.openai_engine)
+    request_timeout_s: float = Field(600.0, gt=0)
+    first_byte_timeout_s: float = Field(30.0, gt=0)
 
 
 NOT_RESULTS: dict[str, Any] = {
     "out": True, "run_id": True, "cache": True, "no_cache": True, "shard": True, "num_shards": True, "slurm": True,
     "serving": {"base_url": True, "judge_base_url": True, "max_concurrency": True, "max_batch_size": True,
-                "prefix_cache_gb": True},
+                "prefix_cache_gb": True, "request_timeout_s": True, "first_byte_timeout_s": True},
 }
 
 

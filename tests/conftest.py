@@ -18,6 +18,20 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 
 
+XDIST_GROUPS = {"slurm": "slurm-cluster", "vllm": "vllm-cpu"}
+"""Under pytest-xdist (`make test` runs ``-n auto --dist loadgroup``), tests with these marks run on
+one worker, one after another: they share one Slurm cluster, or each starts a vLLM engine whose
+memory and cores two at once would not have."""
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for mark, group in XDIST_GROUPS.items():
+            if item.get_closest_marker(mark) is not None and item.get_closest_marker("xdist_group") is None:
+                item.add_marker(pytest.mark.xdist_group(group))
+                break
+
+
 @pytest.fixture(scope="session")
 def smollm2_dir() -> Path:
     from localbench.serving.presets import load_preset
