@@ -34,7 +34,10 @@ _YamlLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the same document
 
 
 def where(file: str, line: int | None, field: str | None) -> str:
+    """``file:line: field 'f'``; without a file (a flag or spec value), just ``field 'f'``."""
     loc = f"{file}:{line}" if line is not None else str(file)
+    if not loc:
+        return f"field '{field}'" if field else ""
     return f"{loc}: field '{field}'" if field else loc
 
 
@@ -172,7 +175,7 @@ def parse_names(values: Iterable[str] | str | None, aliases: Mapping[str, str], 
     for c in values:
         name = aliases.get(c.strip().lower())
         if name is None:
-            raise ScenarioError("categories", None, f"unknown {what} '{c}' (expected one of {expected})")
+            raise ScenarioError("", "categories", f"unknown {what} '{c}' (expected one of {expected})")
         out.add(name)
     return out
 

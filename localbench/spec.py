@@ -228,7 +228,8 @@ class RunSpec(BaseModel):
         if self.shard is None or not self.num_shards:
             return ordered
         if self.shard >= self.num_shards:
-            raise SpecError(f"shard {self.shard} is out of range for num_shards={self.num_shards}")
+            raise SpecError(f"field 'shard': {self.shard} is out of range for num_shards={self.num_shards} "
+                            f"(shards are 0 to {self.num_shards - 1})")
         return [k for i, k in enumerate(ordered) if i % self.num_shards == self.shard]
 
     @property

@@ -330,8 +330,10 @@ class OpenAIBackend:
             if attempt < self.max_attempts:
                 self.retries += 1
                 delay = self._delay(attempt)
-                _note(f"retry {attempt} of {self.max_attempts - 1} for {url} in {delay:.1f} s: {last} "
-                      f"({self.retries} retries so far)")
+                if attempt == 1 or time.monotonic() - self._last_wait_note >= WAIT_NOTE_EVERY_S:
+                    self._last_wait_note = time.monotonic()  # one line per request's first retry, then a few
+                    _note(f"retry {attempt} of {self.max_attempts - 1} for {url} in {delay:.1f} s: {last} "
+                          f"({self.retries} retries so far)")
                 await asyncio.sleep(delay)
         raise EngineError(
             f"cannot reach the OpenAI-compatible server at {self.base_url} after {self.max_attempts} attempts "
