@@ -13,8 +13,11 @@ install:
 run: install
 	$(VENV)/bin/localbench run
 
+# -n auto: one worker per core; --dist loadgroup: tests sharing a cluster or a vLLM server stay on one
+# worker (tests/conftest.py groups them); --durations=30: the slowest tests, to keep CI under 30 minutes.
 test: install
-	HF_HUB_OFFLINE=1 $(VENV)/bin/python -m pytest -q -p no:cacheprovider --timeout=1200 -ra $(PYTEST_ARGS)
+	HF_HUB_OFFLINE=1 $(VENV)/bin/python -m pytest -q -p no:cacheprovider --timeout=1200 -ra -n auto --dist loadgroup \
+		--durations=30 $(PYTEST_ARGS)
 
 bench: install
 	$(VENV)/bin/python bench/engine_throughput.py

@@ -2,7 +2,11 @@
 
 Phases: all simulation runs with the agent model first, then its engine is closed and every judge
 call goes to the judge model in one batched pass, so agent and judge may be different models on
-one GPU. Each stage reads what the previous one wrote in the run directory and skips what is done.
+one GPU. When agent and judge are one model on one engine (the embedded default), `run` pipelines
+the two: a simulation's judge calls enter the engine as soon as it ends (``JudgeAlong``), so the
+engine is never idle in the simulations' tail; the judgments, the records and the stage summaries
+are the same as staged. Each stage reads what the previous one wrote in the run directory and
+skips what is done.
 The benchmark is a plug-in looked up by the name the spec records (``localbench.benchmarks``).
 """
 
@@ -21,7 +25,7 @@ from pydantic import ValidationError
 from localbench.benchmarks import Benchmark, get_benchmark
 from localbench.errors import IncompleteRun, UserError, field_error, yaml_error
 from localbench.records import Transcript
-from localbench.rundir import RunDir, changed_files
+from localbench.rundir import RunDir, changed_files, run_lock
 from localbench.spec import RunSpec
 
 
@@ -65,13 +69,15 @@ def read_transcripts(rd: RunDir) -> list[Transcript]:
 
 # -- stages -----------------------------------------------------------------------------------
 
-def simulate_stage(spec: RunSpec, progress: bool | None = None) -> Path:
+def simulate_stage(spec: RunSpec, progress: bool | None = None, along: "JudgeAlong | None" = None) -> Path:
     """Simulate; stop the run (UserError) if the engine failed, so later stages never judge and
-    score a partial set as if it were the whole run."""
+    score a partial set as if it were the whole run. ``along``: judge each simulation as it ends."""
     from localbench.runtime.harness import simulate
 
-    summary = simulate(spec, benchmark_of(spec).simulator(), progress=progress)
+    summary = simulate(spec, benchmark_of(spec).simulator(), progress=progress, along=along)
     log(summary.line())  # how many ran now and how many a resumed run found already done
+    if along is not None and along.summary_line:
+        log(along.summary_line)
     if summary.engine_errors:
         from localbench.errors import StorageError
 
@@ -80,6 +86,8 @@ def simulate_stage(spec: RunSpec, progress: bool | None = None) -> Path:
             f"{summary.engine_errors} of {summary.total} simulations stopped by engine errors, the first: "
             f"{summary.first_engine_error}. Finished simulations are kept in {summary.run_dir}; fix the engine "
             f"and rerun the same command to run the rest (details: {summary.run_dir / 'sim_errors.jsonl'})")
+    if summary.all_failed:  # nothing to judge or score: say so now, not with a report of failures
+        raise IncompleteRun(summary.all_failed_line())
     return summary.run_dir
 
 
@@ -118,33 +126,113 @@ async def judge_transcripts(spec: RunSpec, transcripts: list[Transcript], scenar
     return total
 
 
-async def _judge(spec: RunSpec, rd: RunDir, progress: bool | None = None) -> None:
+def _judge_rubrics(spec: RunSpec) -> dict[str, str]:
     from localbench.judging.rubrics import judges_dir
-    from localbench.judging.runner import JUDGE_TEMPERATURE
     from localbench.rundir import file_hashes
+
+    return file_hashes(benchmark_of(spec).rubric_files(), judges_dir())
+
+
+def _record_judge(spec: RunSpec, rd: RunDir, client, rubrics: dict[str, str]) -> None:
+    from localbench.judging.runner import JUDGE_TEMPERATURE
+
+    rd.update_provenance("judge", {
+        "model": spec.judge_model, "identity": client.backend.identity.__dict__,
+        "engine": client.backend.describe(), "rubrics": rubrics,
+        "max_tokens": spec.judge_max_tokens, "temperature": JUDGE_TEMPERATURE,
+    })
+
+
+def _judged_line(summary, seconds: float) -> str:
+    return (f"judging done: {summary.done} calls made, {summary.skipped} already done, {summary.failed} failed "
+            f"({seconds:.1f} s)")
+
+
+async def _judge(spec: RunSpec, rd: RunDir, progress: bool | None = None) -> None:
     from localbench.runtime.clients import client_for
 
     t0 = time.monotonic()
     transcripts = read_transcripts(rd)
     if not transcripts:
         raise UserError(f"{rd.path}: no transcripts to judge (run `localbench simulate` first)")
-    bm = benchmark_of(spec)
     scenarios = scenarios_for(spec)
-    rubrics = file_hashes(bm.rubric_files(), judges_dir())
+    rubrics = _judge_rubrics(spec)
     _keep_one_judge(spec, rd, rubrics)
     client = client_for(spec, spec.design.judge_role, rd.path)
     try:
-        rd.update_provenance("judge", {
-            "model": spec.judge_model, "identity": client.backend.identity.__dict__,
-            "engine": client.backend.describe(), "rubrics": rubrics,
-            "max_tokens": spec.judge_max_tokens, "temperature": JUDGE_TEMPERATURE,
-        })
+        _record_judge(spec, rd, client, rubrics)
         log(f"judging {len(transcripts)} simulations with {spec.judge_model}")
         summary = await judge_transcripts(spec, transcripts, scenarios, client, rd.judgments(), show_progress=progress)
-        log(f"judging done: {summary.done} calls made, {summary.skipped} already done, {summary.failed} failed "
-            f"({time.monotonic() - t0:.1f} s)")
+        log(_judged_line(summary, time.monotonic() - t0))
     finally:
         await client.aclose()
+
+
+class JudgeAlong:
+    """The judge stage pipelined into the simulate stage (``runtime.harness.Along``), for a run whose
+    agent and judge are one model on one engine: each simulation's judge calls go to the agent's
+    client as soon as the simulation is recorded, so they batch with the simulations still running
+    instead of waiting for the slowest one. After the last simulation, one pass over every
+    transcript (as the judge stage makes) does what is left: a resumed run's earlier simulations,
+    judges that read other judges' labels. Judgments are keyed and skipped when present, and
+    judging is at temperature 0, so they are the ones the staged judge stage makes."""
+
+    def __init__(self, spec: RunSpec, progress: bool | None = None):
+        self.spec = spec
+        self.rd = RunDir(spec.run_dir)
+        self.progress = progress
+        self.summary_line = ""
+        self._pending: list[asyncio.Future] = []
+        self._client = None
+        self._t0 = 0.0
+        self.busy_s = 0.0  # judge work in flight beside the simulations (for bench/)
+
+    def start(self, clients) -> None:
+        from localbench.judging.runner import JudgeRunSummary
+
+        self._t0 = time.monotonic()
+        self._client = clients.for_role(self.spec.design.primary_role)
+        self._scenarios = scenarios_for(self.spec)
+        self._rubrics = _judge_rubrics(self.spec)
+        _keep_one_judge(self.spec, self.rd, self._rubrics)
+        _record_judge(self.spec, self.rd, self._client, self._rubrics)
+        self._store = self.rd.judgments()
+        self._total = JudgeRunSummary()
+        log(f"judging each simulation as it ends, with {self.spec.judge_model} (the agent's engine)")
+
+    def add(self, transcript: Transcript) -> None:
+        if transcript.termination == "error":
+            return  # judged (as the judge stage does) in the final pass, unless every simulation failed
+
+        async def judge_one() -> None:
+            s = await judge_transcripts(self.spec, [transcript], self._scenarios, self._client, self._store,
+                                        show_progress=False)
+            self._total.done += s.done
+            self._total.failed += s.failed
+
+        self._pending.append(asyncio.ensure_future(judge_one()))
+
+    async def finish(self) -> None:
+        try:
+            await asyncio.gather(*self._pending)
+        finally:
+            for f in self._pending:
+                f.cancel()
+        transcripts = read_transcripts(self.rd)
+        if all(t.termination == "error" for t in transcripts):
+            return  # nothing to judge: simulate_stage stops the run (as it does before a staged judge stage)
+        rest = await judge_transcripts(self.spec, transcripts, self._scenarios, self._client, self._store,
+                                       show_progress=self.progress)
+        rest.done += self._total.done
+        rest.failed += self._total.failed
+        rest.skipped = max(0, rest.skipped - self._total.done)  # the final pass skipped what was judged along the way
+        self.summary_line = _judged_line(rest, time.monotonic() - self._t0)
+
+
+def shares_engine(spec: RunSpec) -> bool:
+    """Whether the judge is the agent's model on the agent's engine (so ``run`` may pipeline them)."""
+    agent, judge = spec.design.primary_role, spec.design.judge_role
+    return spec.model_for(agent) == spec.model_for(judge) and spec.url_for(agent) == spec.url_for(judge)
 
 
 def _keep_one_judge(spec: RunSpec, rd: RunDir, rubrics: dict[str, str]) -> None:
@@ -183,10 +271,16 @@ def judge_stage(spec: RunSpec, progress: bool | None = None) -> None:
     role = spec.design.judge_role
     if spec.models.get(role) is None and rd.spec_file.exists() and judge_of(spec, rd) != spec.judge_model:
         spec = spec.with_model(role, judge_of(spec, rd))
-    asyncio.run(_judge(spec, rd, progress))
+    with run_lock(rd.path):
+        asyncio.run(_judge(spec, rd, progress))
 
 
 def score_stage(spec: RunSpec):
+    with run_lock(spec.run_dir):
+        return _score(spec)
+
+
+def _score(spec: RunSpec):
     from localbench.scoring import aggregate, write_scores
 
     t0 = time.monotonic()
@@ -242,9 +336,18 @@ def report_stage(spec: RunSpec) -> Path:
     from localbench.report import render_report
 
     t0 = time.monotonic()
-    path = render_report(spec.run_dir)
+    with run_lock(spec.run_dir):
+        path = render_report(spec.run_dir)
     log(f"report: {path} ({time.monotonic() - t0:.1f} s)")
     return path
+
+
+def pipelined(spec: RunSpec) -> bool:
+    """``run`` judges along the simulations when the judge shares the agent's engine, unless
+    ``LOCALBENCH_STAGED_JUDGING=1`` (bench/ compares the two)."""
+    import os
+
+    return shares_engine(spec) and os.environ.get("LOCALBENCH_STAGED_JUDGING", "") not in ("1", "true")
 
 
 def run_all(spec: RunSpec, progress: bool | None = None) -> Path:
@@ -253,7 +356,13 @@ def run_all(spec: RunSpec, progress: bool | None = None) -> Path:
     from localbench.runtime.clients import check_models
 
     check_models(spec)
-    simulate_stage(spec, progress)
-    judge_stage(spec, progress)
-    score_stage(spec)
-    return report_stage(spec)
+    with run_lock(spec.run_dir):  # held across the stages (each also asks for it when run alone)
+        rd = RunDir(spec.run_dir)
+        same_judge = not rd.spec_file.exists() or judge_of(spec, rd) == spec.judge_model
+        if same_judge and pipelined(spec):  # (a judge chosen earlier with `localbench judge`: staged)
+            simulate_stage(spec, progress, along=JudgeAlong(spec, progress))
+        else:
+            simulate_stage(spec, progress)
+            judge_stage(spec, progress)
+        score_stage(spec)
+        return report_stage(spec)

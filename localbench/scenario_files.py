@@ -15,6 +15,7 @@ helpers each benchmark's loader is built from.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -33,7 +34,10 @@ _YamlLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the same document
 
 
 def where(file: str, line: int | None, field: str | None) -> str:
+    """``file:line: field 'f'``; without a file (a flag or spec value), just ``field 'f'``."""
     loc = f"{file}:{line}" if line is not None else str(file)
+    if not loc:
+        return f"field '{field}'" if field else ""
     return f"{loc}: field '{field}'" if field else loc
 
 
@@ -62,8 +66,75 @@ class LoadIssue:
         return f"{where(self.file, self.line, self.field)}: {self.message}"
 
 
+# -- size bounds: a record's text feeds prompts; one huge field costs minutes and gigabytes ----------------
+
+MAX_TEXT_CHARS = 20_000
+"""Default bound on any one text field of a scenario or user file. The longest in the released data
+(AgentSocialBench, AgentLeak) and the built-in suites is 2,228 characters (an AgentSocialBench task);
+``LOCALBENCH_MAX_TEXT_CHARS`` changes it."""
+
+MAX_ID_CHARS = 200
+"""Bound on an identifier field (``id``, ``*_id``): ids name keys and files."""
+
+MAX_FILE_MB = 64.0
+"""Bound on one scenario or user file read whole (``LOCALBENCH_MAX_FILE_MB`` changes it); the largest
+released file is 2.9 MB (a 1,000-line AgentLeak JSONL file)."""
+
+
+def _env_number(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise UserError(f"environment variable {name}={raw!r}: expected a number") from None
+    if value <= 0:
+        raise UserError(f"environment variable {name}={raw!r}: expected a number above 0")
+    return value
+
+
+def text_limit(field_path: str) -> tuple[int, str]:
+    """The bound on one text field and what sets it."""
+    last = re.sub(r"\[\d+\]", "", field_path).rpartition(".")[2]
+    if last == "id" or last.endswith("_id"):
+        return MAX_ID_CHARS, "the bound for identifiers"
+    return int(_env_number("LOCALBENCH_MAX_TEXT_CHARS", MAX_TEXT_CHARS)), "LOCALBENCH_MAX_TEXT_CHARS sets it"
+
+
+def check_text_fields(data: Any, file: str, line: int | None = None, _path: str = "") -> None:
+    """ScenarioError naming the first text field (its path: 'posts[2].caption') longer than its bound
+    (``text_limit``), so one oversized field is refused before it reaches a prompt."""
+    if isinstance(data, str):
+        limit, what = text_limit(_path)
+        if len(data) > limit:
+            raise ScenarioError(file, _path or None, f"{len(data):,} characters, over the bound of {limit:,} "
+                                f"({what})", line)
+    elif isinstance(data, dict):
+        for k, v in data.items():
+            check_text_fields(v, file, line, f"{_path}.{k}" if _path else str(k))
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            check_text_fields(v, file, line, f"{_path}[{i}]")
+
+
 def read_structured(path: Path) -> Any:
-    """One JSON (``.json``) or YAML file; a ScenarioError names the file and where the syntax broke."""
+    """One JSON (``.json``) or YAML file; a ScenarioError names the file and where the syntax broke,
+    or the file or text field over its size bound (``check_text_fields``)."""
+    max_mb = _env_number("LOCALBENCH_MAX_FILE_MB", MAX_FILE_MB)
+    try:
+        size = path.stat().st_size
+    except OSError as e:
+        raise ScenarioError(str(path), None, f"cannot read: {e}") from e
+    if size > max_mb * 1e6:
+        raise ScenarioError(str(path), None, f"{size / 1e6:.1f} MB, over the bound of {max_mb:g} MB for one "
+                                             "scenario file (set by LOCALBENCH_MAX_FILE_MB)")
+    data = _parse_structured(path)
+    check_text_fields(data, str(path))
+    return data
+
+
+def _parse_structured(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
@@ -104,7 +175,7 @@ def parse_names(values: Iterable[str] | str | None, aliases: Mapping[str, str], 
     for c in values:
         name = aliases.get(c.strip().lower())
         if name is None:
-            raise ScenarioError("categories", None, f"unknown {what} '{c}' (expected one of {expected})")
+            raise ScenarioError("", "categories", f"unknown {what} '{c}' (expected one of {expected})")
         out.add(name)
     return out
 

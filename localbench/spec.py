@@ -21,6 +21,10 @@ DEFAULT_MODEL = "smollm2-135m"
 """The packaged small model: the primary role's preset when a spec names none."""
 
 
+MAX_RUN_ID_BYTES = 200
+"""A run id is one directory name: file systems allow 255 bytes, and shard and temp names add to it."""
+
+
 class SpecError(UserError, ValueError):
     """A spec file or flag that does not validate; names the file and field."""
 
@@ -42,12 +46,16 @@ class EngineOptions(BaseModel):
     # kernels where the installed vLLM has them, one row per forward pass (and no prefix reuse)
     # on hf; refused where neither holds (docs/simulation.md, "Batch invariance")
     batch_invariant: bool = False
+    # openai: how long one request may take in all, and how long the server may send nothing at all
+    # before it is asked GET /health and, silent there too, named as hung (localbench.serving.openai_engine)
+    request_timeout_s: float = Field(600.0, gt=0)
+    first_byte_timeout_s: float = Field(30.0, gt=0)
 
 
 NOT_RESULTS: dict[str, Any] = {
     "out": True, "run_id": True, "cache": True, "no_cache": True, "shard": True, "num_shards": True, "slurm": True,
     "serving": {"base_url": True, "judge_base_url": True, "max_concurrency": True, "max_batch_size": True,
-                "prefix_cache_gb": True},
+                "prefix_cache_gb": True, "request_timeout_s": True, "first_byte_timeout_s": True},
 }
 
 
@@ -99,6 +107,8 @@ class RunSpec(BaseModel):
     def _run_id(cls, v: str | None) -> str | None:
         """The run directory is out/<run_id>: one directory name, never a path out of ``out``."""
         problem = None if v is None else path_name_problem(v)
+        if v is not None and not problem and len(v.encode()) > MAX_RUN_ID_BYTES:
+            problem = f"{len(v.encode())} bytes long, over the bound of {MAX_RUN_ID_BYTES} (a directory name)"
         if problem:
             raise ValueError(f"the run id names the run directory inside 'out': {problem}")
         return v
@@ -226,7 +236,8 @@ class RunSpec(BaseModel):
         if self.shard is None or not self.num_shards:
             return ordered
         if self.shard >= self.num_shards:
-            raise SpecError(f"shard {self.shard} is out of range for num_shards={self.num_shards}")
+            raise SpecError(f"field 'shard': {self.shard} is out of range for num_shards={self.num_shards} "
+                            f"(shards are 0 to {self.num_shards - 1})")
         return [k for i, k in enumerate(ordered) if i % self.num_shards == self.shard]
 
     @property

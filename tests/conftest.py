@@ -18,6 +18,22 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 
 
+XDIST_GROUPS = {"slurm": "slurm-cluster", "vllm": "vllm-cpu"}
+"""Under pytest-xdist (`make test` runs ``-n auto --dist loadgroup``), tests with these marks run on
+one worker, one after another: they share one Slurm cluster, or each starts a vLLM engine whose
+memory and cores two at once would not have. Every other test is grouped with its file, so a
+module-scoped fixture (an engine, a finished run) is built once, on one worker, as without xdist."""
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        group = next((g for mark, g in XDIST_GROUPS.items() if item.get_closest_marker(mark) is not None),
+                     item.nodeid.split("::")[0])
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture(scope="session")
 def smollm2_dir() -> Path:
     from localbench.serving.presets import load_preset

@@ -15,20 +15,27 @@ def register(app: typer.Typer) -> None:
             model: F.Model = None, engine: F.Engine = None, base_url: F.BaseUrl = None, limit: F.Limit = None,
             seeds: F.Seeds = None, seed: F.Seed = None, max_rounds: F.MaxRounds = None,
             max_tokens: F.MaxTokens = None, out: F.Out = None, run_id: F.RunId = None, no_cache: F.NoCache = False,
-            concurrency: F.Concurrency = None, progress: F.ShowProgress = None) -> None:
+            concurrency: F.Concurrency = None, progress: F.ShowProgress = None,
+            request_timeout: F.RequestTimeout = None, first_byte_timeout: F.FirstByteTimeout = None) -> None:
         """Run a benchmark end to end. With no arguments: the embedded default on CPU (about 10 minutes).
 
         Without --spec, flags change the benchmark's embedded default one field at a time; with
         --spec the file (on top of RunSpec's own defaults: every scenario, the benchmark's round
         limits) is the start.
         """
-        given = {k: v for k, v in locals().items() if k not in ("spec_file", "concurrency", "progress")}
+        given = {k: v for k, v in locals().items()
+                 if k not in ("spec_file", "concurrency", "progress", "request_timeout", "first_byte_timeout")}
         from localbench.pipeline import log, run_all
         from localbench.viewer.build import refresh_run_viewer
 
-        spec = F.spec_from_flags(spec_file, **given, embedded=True, **{"serving.max_concurrency": concurrency})
+        spec = F.spec_from_flags(spec_file, **given, embedded=True, **{
+            "serving.max_concurrency": concurrency, "serving.request_timeout_s": request_timeout,
+            "serving.first_byte_timeout_s": first_byte_timeout})
+        from localbench.rundir import run_lock
+
         report = run_all(spec, progress)
-        log(refresh_run_viewer(spec.run_dir))
+        with run_lock(spec.run_dir):
+            log(refresh_run_viewer(spec.run_dir))
         typer.echo(f"run directory: {spec.run_dir}")
         typer.echo(f"report: {report}")
         typer.echo(f"viewer: localbench view {spec.run_dir}")

@@ -17,7 +17,8 @@ def register(app: typer.Typer) -> None:
                  model: F.Model = None, engine: F.Engine = None, base_url: F.BaseUrl = None,
                  limit: F.Limit = None, seeds: F.Seeds = None, seed: F.Seed = None, max_rounds: F.MaxRounds = None,
                  max_tokens: F.MaxTokens = None, concurrency: F.Concurrency = None, out: F.Out = None,
-                 run_id: F.RunId = None, no_cache: F.NoCache = False, progress: F.ShowProgress = None) -> None:
+                 run_id: F.RunId = None, no_cache: F.NoCache = False, progress: F.ShowProgress = None,
+                 request_timeout: F.RequestTimeout = None, first_byte_timeout: F.FirstByteTimeout = None) -> None:
         """Simulate every (scenario × level × seed) and append each finished one to transcripts.jsonl."""
         from localbench.benchmarks import get_benchmark
         from localbench.runtime.harness import simulate as run_simulations
@@ -26,11 +27,16 @@ def register(app: typer.Typer) -> None:
             spec_file, scenarios=scenarios, categories=categories, levels=levels, agent=agent, model=model,
             engine=engine, base_url=base_url, limit=limit, seeds=seeds, seed=seed, max_rounds=max_rounds,
             max_tokens=max_tokens, out=out, run_id=run_id, no_cache=no_cache, benchmark=benchmark,
-            **{"serving.max_concurrency": concurrency})
+            **{"serving.max_concurrency": concurrency, "serving.request_timeout_s": request_timeout,
+               "serving.first_byte_timeout_s": first_byte_timeout})
         summary = run_simulations(spec, get_benchmark(spec.benchmark).simulator(), progress=progress)
         typer.echo(summary.line())
         if summary.transcripts.exists():  # none yet when the engine failed before any simulation ended
             typer.echo(f"transcripts: {summary.transcripts}")
+        if summary.all_failed:  # exit 1 with the count and the first error, never 0
+            from localbench.errors import IncompleteRun
+
+            raise IncompleteRun(summary.all_failed_line())
         if summary.engine_errors:  # 1: incomplete (rerun resumes); 3: a file could not be written
             from localbench.errors import EXIT_CANNOT_WRITE, EXIT_INCOMPLETE
 

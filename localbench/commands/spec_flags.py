@@ -41,6 +41,11 @@ def csv(value: Optional[str]) -> Optional[list[str]]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
+RequestTimeout = Annotated[Optional[float], typer.Option(
+    "--request-timeout", help="openai engine: seconds one request may take in all (default 600)")]
+FirstByteTimeout = Annotated[Optional[float], typer.Option(
+    "--first-byte-timeout", help="openai engine: seconds the server may send nothing before it is named as hung "
+                                 "(default 30)")]
 Concurrency = Annotated[Optional[int], typer.Option("--concurrency", help="simulations live at once")]
 ShowProgress = Annotated[Optional[bool], typer.Option("--progress/--no-progress",
                                                       help="progress on stderr (default: when it is a terminal)")]

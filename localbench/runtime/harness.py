@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from localbench.records import JsonlStore, RecordStore, Transcript
-from localbench.rundir import RunDir
+from localbench.rundir import RunDir, run_lock
 from localbench.runtime.clients import RoleClients
 from localbench.runtime.scheduler import Job, JobError, run_jobs
 from localbench.runtime.summary import SimulationSummary
@@ -75,6 +75,20 @@ class Simulator(Protocol):
 
     def play(self, unit: Unit, clients: RoleClients, spec: RunSpec) -> Awaitable[Transcript]:
         """Play one simulation to its end."""
+
+
+class Along(Protocol):
+    """Work that follows each simulation as it ends, on the same clients (the judge, when it shares
+    the agent's engine: ``pipeline.JudgeAlong``), so the engine has work in the simulations' tail."""
+
+    def start(self, clients: RoleClients) -> None:
+        """Called once spec.yaml is written, before the first simulation starts."""
+
+    def add(self, transcript: Transcript) -> None:
+        """A simulation was just recorded: start its work (without waiting for it)."""
+
+    async def finish(self) -> None:
+        """After the last simulation: wait for all of it, and do what is left."""
 
 
 class Preparing(Protocol):
@@ -140,7 +154,7 @@ def error_transcript(unit: Unit, model: str, err: JobError) -> Transcript:
 
 async def simulate_scenarios(spec: RunSpec, simulator: Simulator, scenarios: list[Any], clients: RoleClients,
                              run_dir: str | Path | None = None, *, progress: bool | None = None,
-                             n_issues: int = 0) -> SimulationSummary:
+                             n_issues: int = 0, along: Along | None = None) -> SimulationSummary:
     """Run every simulation of ``spec`` over ``scenarios`` not yet in the run's transcripts."""
     simulator.check(spec)
     rd = RunDir(run_dir if run_dir is not None else spec.run_dir)
@@ -160,6 +174,8 @@ async def simulate_scenarios(spec: RunSpec, simulator: Simulator, scenarios: lis
 
     def on_done(job: Job, rec: Transcript) -> None:
         store.append(rec)
+        if along is not None:
+            along.add(rec)
         summary.done += 1
         ends[rec.termination] += 1
         summary.failed_turns += rec.n_failed_turns
@@ -173,19 +189,33 @@ async def simulate_scenarios(spec: RunSpec, simulator: Simulator, scenarios: lis
             summary.engine_errors += 1
             summary.first_engine_error = summary.first_engine_error or err.error
             return
-        store.append(error_transcript(by_key[job.key], primary, err))
+        rec = error_transcript(by_key[job.key], primary, err)
+        store.append(rec)
+        if along is not None:
+            along.add(rec)
         summary.errors += 1
+        summary.first_error = summary.first_error or err.error
         ends["error"] += 1
 
     if summary.already_done:  # the progress below counts only what is left
         print(f"resuming {rd.path}: {summary.already_done} of {summary.total} simulations already done, "
               f"{len(todo)} to run", file=sys.stderr, flush=True)
     summary.prepare_s = await prepare_units(simulator, spec, todo, clients, progress=progress)
+    if along is not None:
+        along.start(clients)
     jobs = [Job(u.key, (lambda u=u: simulator.play(u, clients, spec)), label=u.key) for u in todo]
     report = await run_jobs(jobs, concurrency=spec.serving.max_concurrency, on_done=on_done, on_error=on_error,
                             stats=[c.stats for c in clients.distinct()], progress=progress)
     summary.terminations = dict(ends)
     summary.wall_s = report.wall_s
+    if along is not None:
+        await along.finish()
+    for t in store.read():  # what the run as a whole has (a resumed run's earlier simulations too)
+        if t.key in mine:
+            summary.recorded_ok += t.termination != "error"
+            summary.recorded_failed += t.termination == "error"
+            if t.termination == "error" and not summary.first_error:
+                summary.first_error = t.error or "error"
     return summary
 
 
@@ -195,8 +225,10 @@ def open_clients(spec: RunSpec, simulator: Simulator, run_dir: str | Path | None
                             simulator.aliases)
 
 
-def simulate(spec: RunSpec, simulator: Simulator, *, progress: bool | None = None) -> SimulationSummary:
-    """The whole stage in one call: load, check the directory, open the models, simulate, close."""
+def simulate(spec: RunSpec, simulator: Simulator, *, progress: bool | None = None,
+             along: Along | None = None) -> SimulationSummary:
+    """The whole stage in one call: load, check the directory, open the models, simulate, close;
+    ``along``: work that follows each simulation on the same clients (see ``Along``)."""
     simulator.check(spec)
     scenarios, n_issues = simulator.load(spec)
     if not scenarios:
@@ -208,8 +240,9 @@ def simulate(spec: RunSpec, simulator: Simulator, *, progress: bool | None = Non
         clients = open_clients(spec, simulator)
         try:
             return await simulate_scenarios(spec, simulator, scenarios, clients, progress=progress,
-                                            n_issues=n_issues)
+                                            n_issues=n_issues, along=along)
         finally:
             await clients.aclose()
 
-    return asyncio.run(go())
+    with run_lock(spec.run_dir):  # a second command on this run directory is refused at once
+        return asyncio.run(go())

@@ -17,6 +17,9 @@ class SimulationSummary:
     errors: int = 0  # simulations recorded with an error
     engine_errors: int = 0  # not recorded; they run again next time
     first_engine_error: str = ""  # the first of them, as the engine worded it (it names the endpoint)
+    first_error: str = ""  # the first simulation recorded with an error (this call's, else an earlier one's)
+    recorded_ok: int = 0  # simulations of this run (this shard) recorded without an error, earlier ones included
+    recorded_failed: int = 0  # and with one
     failed_turns: int = 0
     context_cuts: int = 0
     context_exhausted: int = 0
@@ -31,6 +34,17 @@ class SimulationSummary:
     @property
     def complete(self) -> bool:
         return self.already_done + self.done + self.errors == self.total
+
+    @property
+    def all_failed(self) -> bool:
+        """Every simulation of the run is recorded, and every one with an error: a run with nothing to
+        score, which must not end with exit status 0."""
+        return self.recorded_failed > 0 and self.recorded_ok == 0 and not self.engine_errors
+
+    def all_failed_line(self) -> str:
+        return (f"all {self.recorded_failed} simulations failed, the first: {self.first_error} (every error is "
+                f"in {self.transcripts} and {self.run_dir / 'sim_errors.jsonl'}; fix the cause, move the run "
+                "directory aside and run again)")
 
     def line(self) -> str:
         ends = ", ".join(f"{k} {v}" for k, v in sorted(self.terminations.items())) or "none"

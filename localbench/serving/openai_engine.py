@@ -30,6 +30,7 @@ counts the image tokens itself; counting locally falls back to the model's proce
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import threading
 import time
@@ -43,6 +44,24 @@ from localbench.serving.messages import has_images
 from localbench.serving.vision import engine_messages, openai_messages
 
 DEFAULT_TIMEOUT_S = 600.0
+"""How long one request may take in all (``serving.request_timeout_s``, ``--request-timeout``): a long
+generation on a busy server is not a failure."""
+
+DEFAULT_FIRST_BYTE_S = 30.0
+"""How long the server may send nothing at all (``serving.first_byte_timeout_s``, ``--first-byte-timeout``).
+A request that has heard nothing for this long makes the client ask ``GET /health`` (a busy server
+answers it at once); a server that answers neither accepts connections but is hung, and is named
+in one line without retrying (about 35 s with the defaults)."""
+
+PROBE_TIMEOUT_S = 5.0
+WAIT_NOTE_EVERY_S = 10.0
+"""While a request waits, a line on stderr every this many seconds: "waiting on URL for N s"."""
+
+
+class ServerNotAnswering(EngineError):
+    """The server accepts connections but answers nothing, not even its health check: hung."""
+
+
 COUNT_MEMO = 1024  # prompts whose token counts are remembered
 
 
@@ -65,6 +84,12 @@ def _normalize_base_url(url: str) -> str:
         raise BaseUrlError(f"base URL {url!r} must start with http:// or https:// (e.g. http://{url.split('://')[-1]})")
     url = url.rstrip("/")
     return url if url.endswith("/v1") else url + "/v1"
+
+
+def _note(line: str) -> None:
+    import sys
+
+    print(f"[localbench] {line}", file=sys.stderr, flush=True)
 
 
 def _why(e: httpx.HTTPError) -> str:
@@ -108,7 +133,7 @@ class OpenAIBackend:
                  chat_template_kwargs: dict[str, Any] | None = None, tokenizer_location: str | None = None,
                  grammar_backend: str = "server", transport: httpx.AsyncBaseTransport | None = None,
                  model_aliases: list[str] | None = None, preset: Preset | None = None,
-                 accepts_images: bool | None = None):
+                 accepts_images: bool | None = None, first_byte_timeout: float = DEFAULT_FIRST_BYTE_S):
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
         if max_attempts < 1:
@@ -123,6 +148,10 @@ class OpenAIBackend:
         self.backoff_s = backoff_s
         self.backoff_max_s = backoff_max_s
         self.timeout = timeout
+        self.first_byte_timeout = first_byte_timeout
+        self._heard_at = 0.0  # when the server last sent anything (a reply, a health answer)
+        self._probe_lock: asyncio.Lock | None = None
+        self._last_wait_note = 0.0
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.tokenizer_location = tokenizer_location
         self.preset = preset  # where a local tokenizer comes from when tokenizer_location is None
@@ -152,7 +181,7 @@ class OpenAIBackend:
                     api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT_S, max_attempts: int = 6,
                     model: str | None = None, grammar_backend: str = "server", backoff_s: float = 0.5,
                     backoff_max_s: float = 20.0, transport: httpx.AsyncBaseTransport | None = None,
-                    **_: Any) -> "OpenAIBackend":
+                    first_byte_timeout: float = DEFAULT_FIRST_BYTE_S, **_: Any) -> "OpenAIBackend":
         """A client for a server that serves ``preset``, without its weights.
 
         ``model`` defaults to the preset's name (what ``localbench serve`` serves it as; the hub
@@ -172,7 +201,7 @@ class OpenAIBackend:
                    max_concurrency=max_concurrency, api_key=api_key, timeout=timeout, max_attempts=max_attempts,
                    chat_template_kwargs=preset.chat_template_kwargs, grammar_backend=grammar_backend,
                    backoff_s=backoff_s, backoff_max_s=backoff_max_s, transport=transport,
-                   model_aliases=names[1:], preset=preset)
+                   model_aliases=names[1:], preset=preset, first_byte_timeout=first_byte_timeout)
 
     # -- the served model name ---------------------------------------------------------------
 
@@ -212,7 +241,9 @@ class OpenAIBackend:
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
             limits = httpx.Limits(max_connections=self.max_concurrency, max_keepalive_connections=self.max_concurrency)
-            self._client = httpx.AsyncClient(timeout=self.timeout, limits=limits, headers=self._headers,
+            # reads are bounded by _send's watch (the request timeout in all, the first-byte probe)
+            timeout = httpx.Timeout(None, connect=min(self.timeout, self.first_byte_timeout))
+            self._client = httpx.AsyncClient(timeout=timeout, limits=limits, headers=self._headers,
                                              transport=self._transport)
         return self._client
 
@@ -222,17 +253,65 @@ class OpenAIBackend:
         return d * (0.5 + random.random() / 2)
 
     async def _send(self, url: str, body: dict[str, Any]) -> tuple[httpx.Response | None, str]:
-        """One POST under the concurrency bound: the response, or None and why there is none."""
+        """One POST under the concurrency bound: the response, or None and why there is none.
+
+        While it waits: a line every WAIT_NOTE_EVERY_S ("waiting on URL for N s"); after
+        ``first_byte_timeout`` of silence, a health probe (ServerNotAnswering if that is silent too);
+        after ``timeout`` in all, None (retried like any timeout)."""
         async with self._sem:
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
             self.requests_sent += 1
+            t0 = time.monotonic()
+            task = asyncio.ensure_future(self._http().post(url, json=body))
             try:
-                return await self._http().post(url, json=body), ""
+                while True:
+                    done, _ = await asyncio.wait({task}, timeout=min(1.0, self.first_byte_timeout / 4))
+                    if done:
+                        r = task.result()
+                        self._heard_at = time.monotonic()
+                        return r, ""
+                    now = time.monotonic()
+                    if now - t0 >= self.timeout:
+                        return None, f"no answer in {now - t0:.1f} s (request timeout {self.timeout:g} s)"
+                    if now - max(t0, self._heard_at) >= self.first_byte_timeout and not await self._answers():
+                        raise ServerNotAnswering(
+                            f"{self.base_url} accepts connections but sent nothing for {time.monotonic() - t0:.0f} s, "
+                            f"not even to GET {self.root_url}/health (first-byte limit {self.first_byte_timeout:g} s: "
+                            f"--first-byte-timeout or serving.first_byte_timeout_s; {self.retries} retries before): "
+                            "the server is hung; restart it and rerun the same command")
+                    if now - t0 >= WAIT_NOTE_EVERY_S and now - self._last_wait_note >= WAIT_NOTE_EVERY_S:
+                        self._last_wait_note = now
+                        _note(f"waiting on {url} for {now - t0:.0f} s ({self.in_flight} requests in flight, "
+                              f"{self.retries} retries so far)")
             except httpx.HTTPError as e:  # transport trouble: refused, reset, timeout
                 return None, _why(e)
             finally:
+                if not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, httpx.HTTPError):
+                        await task
                 self.in_flight -= 1
+
+    async def _answers(self) -> bool:
+        """Whether the server sends anything to ``GET /health`` within PROBE_TIMEOUT_S (any status will
+        do: it proves the server reads and writes). One probe at a time per client, on its own
+        connection, so a pool full of waiting requests cannot make a live server look hung."""
+        if self._probe_lock is None:
+            self._probe_lock = asyncio.Lock()
+        async with self._probe_lock:
+            if time.monotonic() - self._heard_at < self.first_byte_timeout:
+                return True  # another request's probe (or reply) just heard it
+            try:
+                async with httpx.AsyncClient(transport=self._transport, headers=self._headers,
+                                             timeout=min(PROBE_TIMEOUT_S, self.first_byte_timeout)) as probe:
+                    await probe.get(f"{self.root_url}/health")
+            except httpx.TimeoutException:
+                return False
+            except httpx.HTTPError:
+                return True  # refused or reset: not hung; the request's own outcome says what it is
+            self._heard_at = time.monotonic()
+            return True
 
     async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         url = f"{self.base_url}{path}"
@@ -262,10 +341,15 @@ class OpenAIBackend:
                     raise EngineError(f"{url} rejected the request (HTTP {r.status_code}): {_server_message(r)}{hint}")
             if attempt < self.max_attempts:
                 self.retries += 1
-                await asyncio.sleep(self._delay(attempt))
+                delay = self._delay(attempt)
+                if attempt == 1 or time.monotonic() - self._last_wait_note >= WAIT_NOTE_EVERY_S:
+                    self._last_wait_note = time.monotonic()  # one line per request's first retry, then a few
+                    _note(f"retry {attempt} of {self.max_attempts - 1} for {url} in {delay:.1f} s: {last} "
+                          f"({self.retries} retries so far)")
+                await asyncio.sleep(delay)
         raise EngineError(
             f"cannot reach the OpenAI-compatible server at {self.base_url} after {self.max_attempts} attempts "
-            f"over {time.monotonic() - t0:.1f} s: {last}"
+            f"({self.max_attempts - 1} retries) over {time.monotonic() - t0:.1f} s: {last}"
         )
 
     # -- Backend ---------------------------------------------------------------------------
@@ -336,7 +420,8 @@ class OpenAIBackend:
             return self._remember(key, self._count_locally(messages))
         if self._tokenize_endpoint is not False:
             try:
-                r = await self._http().post(f"{self.root_url}/tokenize", json=self._tokenize_body(messages), timeout=30.0)
+                r = await self._http().post(f"{self.root_url}/tokenize", json=self._tokenize_body(messages),
+                                             timeout=min(30.0, self.first_byte_timeout))
                 if r.status_code == 200 and "count" in r.json():
                     self._tokenize_endpoint = True
                     return self._remember(key, int(r.json()["count"]))
@@ -392,7 +477,8 @@ class OpenAIBackend:
         if self._tokenize_endpoint is not False:
             body = self._tokenize_body(messages)
             try:
-                r = httpx.post(f"{self.root_url}/tokenize", json=body, headers=self._headers, timeout=30.0)
+                r = httpx.post(f"{self.root_url}/tokenize", json=body, headers=self._headers,
+                               timeout=min(30.0, self.first_byte_timeout))
                 if r.status_code == 404 and self._may_switch(body) and self._switch_model(body["model"]):
                     body["model"] = self.model
                     r = httpx.post(f"{self.root_url}/tokenize", json=body, headers=self._headers, timeout=30.0)
@@ -401,6 +487,10 @@ class OpenAIBackend:
                     return int(r.json()["count"])
                 if r.status_code in (404, 405):
                     self._tokenize_endpoint = False
+            except httpx.TimeoutException as e:
+                raise ServerNotAnswering(f"{self.root_url}/tokenize sent nothing in {self.first_byte_timeout:g} s "
+                                         "(first-byte limit: --first-byte-timeout or serving.first_byte_timeout_s): "
+                                         "the server is hung or overloaded") from e
             except (httpx.HTTPError, ValueError):
                 pass
         return self._count_locally(messages)
@@ -446,6 +536,7 @@ class OpenAIBackend:
             "max_concurrency": self.max_concurrency,
             "max_attempts": self.max_attempts,
             "timeout_s": self.timeout,
+            "first_byte_timeout_s": self.first_byte_timeout,
             "chat_template_kwargs": self.chat_template_kwargs,
             "batch_invariant": None,  # the server's own setting (VLLM_BATCH_INVARIANT=1 where it was started)
         }

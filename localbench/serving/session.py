@@ -112,7 +112,8 @@ def open_client(preset_name: str, serving: EngineOptions, base_url: str | None, 
     if engine == "openai":
         if not base_url:
             raise UserError(f"serving.base_url is required with the openai engine (role {role or preset_name})")
-        opts = {"base_url": base_url, "max_concurrency": serving.max_concurrency}
+        opts = {"base_url": base_url, "max_concurrency": serving.max_concurrency,
+                "timeout": serving.request_timeout_s, "first_byte_timeout": serving.first_byte_timeout_s}
     elif engine == "hf":
         opts = {"grammar": serving.grammar, "max_batch_size": serving.max_batch_size,
                 "prefix_cache_gb": serving.prefix_cache_gb}

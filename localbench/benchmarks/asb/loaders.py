@@ -19,6 +19,7 @@ from localbench.benchmarks.asb.issues import LoadIssue, ScenarioError
 from localbench.benchmarks.asb.scenario import CATEGORY_NAMES, Category, Scenario
 from localbench.scenario_files import (
     SCENARIOS_DIR,
+    check_text_fields,
     folder_hint,
     parse_names,
     read_structured,
@@ -125,6 +126,7 @@ def documents(source: str | Path) -> list[Document]:
 def load_document(doc: Document) -> tuple[Scenario, list[LoadIssue]]:
     """Parse one record in whichever format it is in; ScenarioError if it cannot be loaded."""
     data = doc.read()
+    check_text_fields(data, doc.label)  # files are checked as they are read; hub records here
     if upstream.looks_upstream(data):
         sc, issues = upstream.convert(data, doc.label)
     elif suite.looks_normalized(data):

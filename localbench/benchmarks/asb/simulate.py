@@ -16,7 +16,7 @@ from localbench.benchmarks.asb.dyadic import DyadicSimulation
 from localbench.benchmarks.asb.engine import (CU_MAX_REDIRECTS, CU_USER_EXCHANGES, MIN_MESSAGES_FOR_DONE, TEMPERATURES,
                                               SimSettings, SimTask, Simulation, default_message_chars)
 from localbench.benchmarks.asb.graph import GraphSimulation
-from localbench.benchmarks.asb.ladder import resolve_levels
+from localbench.benchmarks.asb.ladder import LevelError, resolve_levels
 from localbench.benchmarks.asb.prompting import prompt_set_hash, template_hashes
 from localbench.benchmarks.asb.scenario import CATEGORY_NAMES, Scenario
 from localbench.records import Transcript
@@ -37,7 +37,10 @@ def check_spec(spec: RunSpec) -> None:
     chars = spec.extra.get("message_max_chars")
     if chars is not None and (not isinstance(chars, int) or chars < 1):
         raise SpecError(f"field 'extra.message_max_chars': must be a positive integer, got {chars!r}")
-    resolve_levels(spec.levels)
+    try:
+        resolve_levels(spec.levels)
+    except LevelError as e:  # named as the spec's field, as the other benchmarks' level errors are
+        raise SpecError(f"field 'levels': {e}") from e
     from localbench.serving.presets import load_preset
 
     for role in spec.design.simulation_roles:
