@@ -97,9 +97,6 @@ def test_a_link_out_of_the_docs_is_checked_and_a_missing_target_fails(tmp_path):
         reference.repository_links("[DESIGN](../../shared/DESIGN.md)", "models.md", str(DOCS))
 
 
-# Pages still naming ../shared (the maintainers' checkout), owned by work in progress: remove each
-# from this list once it is fixed. No other page may.
-NOT_YET = {"agentleak.md", "fidelity.md"}
 
 
 def test_no_user_page_points_outside_the_repository():
@@ -109,7 +106,7 @@ def test_no_user_page_points_outside_the_repository():
         for f in ([p] if p.is_file() else sorted(p.glob("*"))):
             if re.search(r"\.\./shared\b|/work/", f.read_text()):
                 offenders.add(f.relative_to(DOCS).as_posix() if f.is_relative_to(DOCS) else f.name)
-    assert offenders <= NOT_YET, f"pages that point outside the repository: {sorted(offenders - NOT_YET)}"
+    assert not offenders, f"pages that point outside the repository: {sorted(offenders)}"
 
 
 def test_the_screenshots_were_made_with_the_current_templates():
