@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -129,3 +130,25 @@ def test_hub_weights_missing_from_the_cache_are_one_line_at_once(tmp_path, monke
         materialize(load_preset("hub", tmp_path))
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # downloads allowed: the engine is handed the repo id
     assert materialize(load_preset("hub", tmp_path)) == "nobody/not-cached"
+
+
+def test_run_help_names_every_sopri_attacker_and_true_level_defaults():
+    """`run --help` documents --attackers and every SopriBench attacker (issue 30), and what --levels
+    defaults to: each benchmark's embedded default as the design declares it (issue 35)."""
+    from localbench.benchmarks.sopri.attack import ABLATIONS, ATTACKER_ORDER, DEFENSES
+    from localbench.design import design_of
+
+    r = subprocess.run([sys.executable, "-m", "localbench.cli", "run", "--help"], capture_output=True, text=True,
+                       timeout=120, env={**os.environ, "COLUMNS": "200"})
+    assert r.returncode == 0, r.stderr
+    text = " ".join(r.stdout.replace("│", " ").split())
+    assert "--attackers" in text
+    for name in ATTACKER_ORDER:
+        if not name.startswith("abductive-no-"):
+            assert f" {name}," in text or f" {name} " in text, name
+    assert "abductive-no-PART (ablations; PART: " + ", ".join(ABLATIONS) + ")" in text
+    assert all(f"+{d}" in text for d in DEFENSES)
+    for bench in ("asb", "agentleak", "sopri"):
+        levels = ",".join(design_of(bench).embedded_default["levels"])
+        assert f"{bench}: {levels}" in text, (bench, levels)
+    assert "lists every level" in text

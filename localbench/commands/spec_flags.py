@@ -17,8 +17,14 @@ Scenarios = Annotated[Optional[str], typer.Option("--scenarios", help="builtin |
 Categories = Annotated[Optional[str], typer.Option("--categories", help="comma list of the benchmark's categories (default all)")]
 Benchmark = Annotated[Optional[str], typer.Option("--benchmark", help="the benchmark to run (default asb)")]
 Levels = Annotated[Optional[str], typer.Option(
-    "--levels", help="comma list of the benchmark's levels: values of its condition axis, e.g. privacy levels "
-                     "(default: the benchmark's; `localbench data design` lists them)")]
+    "--levels", help="comma list of the benchmark's levels: values of its condition axis, e.g. privacy levels. "
+                     "Default: with --spec, the spec's; `run` without --spec, its embedded default's (asb: L0,L2; "
+                     "agentleak: single,multi; sopri: single,text); `simulate` without --spec, the benchmark's "
+                     "default levels. `localbench data design` lists every level and the defaults. "
+                     "SopriBench's levels are its attackers, also given as --attackers: single, text, post, "
+                     "selfdisc, abductive, abductive-no-PART (ablations; PART: perceiver, hypothesizer, "
+                     "investigator, verifier, graph), oracle, none, majority (reference attackers: no model), each optionally "
+                     "+sanitized (the defense)")]
 Agent = Annotated[Optional[str], typer.Option("--agent", help="model preset under test (the benchmark's first role)")]
 Judge = Annotated[Optional[str], typer.Option("--judge", help="model preset that judges (default: the agent's)")]
 Model = Annotated[Optional[list[str]], typer.Option(
