@@ -7,7 +7,8 @@ import errno as _errno
 
 # Exit statuses of the `localbench` command (docs/simulation.md, "Exit statuses", lists them).
 EXIT_OK = 0
-EXIT_INCOMPLETE = 1  # engine failures stopped some of the work (dead server, out of memory): rerun resumes
+EXIT_INCOMPLETE = 1  # engine failures stopped some of the work (dead server, out of memory): rerun resumes;
+# also another command holding the run directory (RunLocked) and a run whose every simulation failed
 EXIT_BAD_INPUT = 2  # a file, field, flag, path or preset that is wrong (also the CLI's own usage errors)
 EXIT_CANNOT_WRITE = 3  # disk full, read-only directory, --out is a file: nothing already written is lost
 EXIT_INTERRUPTED = 130  # Ctrl-C
