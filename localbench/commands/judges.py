@@ -304,11 +304,15 @@ def rejudge_cmd(
     judge: list[str] = typer.Option([], "--judge", help=JUDGE_HELP),
     all_judges: bool = typer.Option(False, "--all-judges",
                                     help="also rerun the abstraction, task and behaviour judges (default: leakage only)"),
+    judge_eval: Optional[Path] = typer.Option(
+        None, "--judge-eval", help="a `localbench judges eval` directory that measured these judges: one not above "
+                                   "its best cheater there gets a judge warning (default: the run spec's judge_eval)"),
 ) -> None:
     """Judge a finished run with other judges; writes runs/<id>/judges/<preset>/."""
     from localbench.rejudge import rejudge
 
-    for p in rejudge(run_dir, _judges(judges, judge), leakage_only=not all_judges):
+    for p in rejudge(run_dir, _judges(judges, judge), leakage_only=not all_judges,
+                     judge_eval=str(judge_eval) if judge_eval else None):
         typer.echo(str(p))
 
 
