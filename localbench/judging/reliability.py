@@ -587,6 +587,8 @@ def status_line(rel: Reliability) -> str | None:
             f"{j.judge} answered {j.coverage.answered} of {j.coverage.asked} items" for j in short)
             + " — no verdict for " + ("it" if len(short) == 1 else "them")
             + " (the items answered are the first asked, not a sample)")
+    if rel.build.get("weak_gold"):  # built with --allow-weak-gold: a cheater passes it
+        parts.append(str(rel.build["weak_gold"]))
     if sample:
         parts.append(f"SAMPLE: a stratified sample of {rel.n_items} of the gold set's {rel.n_gold} items "
                      f"(by construction method and label, seed {cfg.get('seed', 0)}); verdicts are about the sample")
