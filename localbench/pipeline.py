@@ -295,6 +295,10 @@ def _score(spec: RunSpec):
     from localbench.judging.sanity import check_judgments
 
     scores.judge_warnings = check_judgments(judgments, bm.judge_checks(), judge)  # warnings, never exclusions
+    if spec.judge_eval:  # the eval that measured this judge: below the cheater floor is a warning
+        from localbench.judging.reliability import floor_judge_warnings
+
+        scores.judge_warnings += floor_judge_warnings(spec.judge_eval, judge)
     unscored = Counter((r.unscored, r.judge_stage_finishes) for r in records if r.unscored)
     for (why, judging), n in sorted(unscored.items()):
         hint = f" (`localbench judge {rd.path}` finishes it)" if judging else ""

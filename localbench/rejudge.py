@@ -90,8 +90,10 @@ def run_judgments(run: LoadedRun) -> list[RunJudgments]:
 
 
 async def rejudge_one(run_dir: str | Path, judge: str, leakage_only: bool = True,
-                      client: StructuredClient | None = None, show_progress: bool | None = None) -> Path:
-    """Judge the run with ``judge``; returns runs/<id>/judges/<judge>/."""
+                      client: StructuredClient | None = None, show_progress: bool | None = None,
+                      judge_eval: str | None = None) -> Path:
+    """Judge the run with ``judge``; returns runs/<id>/judges/<judge>/. ``judge_eval`` (default: the
+    run spec's): the eval that measured ``judge``; below its cheater floor there is a judge warning."""
     from localbench.judging.runner import JUDGE_TEMPERATURE
     from localbench.runtime.clients import client_for
     from localbench.scoring import aggregate, write_scores
@@ -102,7 +104,7 @@ async def rejudge_one(run_dir: str | Path, judge: str, leakage_only: bool = True
         raise UserError(f"{rd.path}: no transcripts to judge")
     synthetic = parse_synthetic(judge) if client is None else None
     if synthetic is not None:
-        return _synthetic_rejudge(run, synthetic, leakage_only)
+        return _synthetic_rejudge(run, synthetic, leakage_only, judge_eval)
     spec = run.spec.with_model(run.spec.design.judge_role, judge)
     out = judge_dir(run_dir, judge)
     out.mkdir(parents=True, exist_ok=True)
@@ -129,11 +131,21 @@ async def rejudge_one(run_dir: str | Path, judge: str, leakage_only: bool = True
     records = run.score(judge, judgments, leakage_only)
     scores = aggregate(records, run.benchmark.design, spec.resolved_run_id, judge, seed=spec.seed)
     scores.judge_warnings = check_judgments(judgments, run.benchmark.judge_checks(), judge)
+    scores.judge_warnings += _floor_warnings(run, judge, judge_eval)
     write_scores(out, records, scores)
     return out
 
 
-def _synthetic_rejudge(run: LoadedRun, judge: SyntheticJudge, leakage_only: bool) -> Path:
+def _floor_warnings(run: LoadedRun, judge: str, judge_eval: str | None) -> list:
+    """The judge's warnings from the eval that measured it (``judge_eval``, else the run spec's)."""
+    from localbench.judging.reliability import floor_judge_warnings
+
+    where = judge_eval or run.spec.judge_eval
+    return floor_judge_warnings(where, judge) if where else []
+
+
+def _synthetic_rejudge(run: LoadedRun, judge: SyntheticJudge, leakage_only: bool,
+                       judge_eval: str | None = None) -> Path:
     """A planted run labelled by a synthetic judge: its construction labels, flipped at the judge's
     rates (``localbench.judging.synthetic``), scored like any judge's labels."""
     from localbench.scoring import aggregate, write_scores
@@ -156,8 +168,9 @@ def _synthetic_rejudge(run: LoadedRun, judge: SyntheticJudge, leakage_only: bool
                       "engine": {"engine": "synthetic"}, "seed": seed, "fpr": judge.fpr, "fnr": judge.fnr,
                       "calls": len(truth), "done": made, "skipped": len(truth) - made, "failed": 0, "too_long": 0})
     records = run.score(judge.name, list(store.read()), leakage_only=True)
-    write_scores(out, records, aggregate(records, run.benchmark.design, run.spec.resolved_run_id, judge.name,
-                                         seed=seed))
+    scores = aggregate(records, run.benchmark.design, run.spec.resolved_run_id, judge.name, seed=seed)
+    scores.judge_warnings += _floor_warnings(run, judge.name, judge_eval)
+    write_scores(out, records, scores)
     return out
 
 
@@ -182,5 +195,10 @@ def _write_info(out: Path, info: dict[str, Any]) -> None:
     write_atomic(out / "rejudge.json", json.dumps(info, indent=2, default=str))
 
 
-def rejudge(run_dir: str | Path, judges: list[str], leakage_only: bool = True) -> list[Path]:
-    return [asyncio.run(rejudge_one(run_dir, j, leakage_only)) for j in judges]
+def rejudge(run_dir: str | Path, judges: list[str], leakage_only: bool = True,
+            judge_eval: str | None = None) -> list[Path]:
+    """Each judge in turn, holding the run directory (``run_lock``): a rejudge writes into it."""
+    from localbench.rundir import run_lock
+
+    with run_lock(run_dir):
+        return [asyncio.run(rejudge_one(run_dir, j, leakage_only, judge_eval=judge_eval)) for j in judges]

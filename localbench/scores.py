@@ -66,7 +66,7 @@ class JudgeWarning(BaseModel):
 
     judge: str  # the benchmark's judge (the Judgment.judge field), e.g. a behaviour judge
     judge_model: str  # the preset whose answers these are
-    pattern: str  # "constant" | "contradiction" | "undefined"
+    pattern: str  # "constant" | "contradiction" | "undefined" | "below_cheater_floor" (spec judge_eval)
     message: str  # one complete line: the judge, what was seen, with counts
     count: int  # simulations (or answers, see unit) showing the pattern
     total: int  # out of this many

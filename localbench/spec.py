@@ -53,7 +53,7 @@ class EngineOptions(BaseModel):
 
 
 NOT_RESULTS: dict[str, Any] = {
-    "out": True, "run_id": True, "cache": True, "no_cache": True, "shard": True, "num_shards": True, "slurm": True,
+    "out": True, "run_id": True, "judge_eval": True, "cache": True, "no_cache": True, "shard": True, "num_shards": True, "slurm": True,
     "serving": {"base_url": True, "judge_base_url": True, "max_concurrency": True, "max_batch_size": True,
                 "prefix_cache_gb": True, "request_timeout_s": True, "first_byte_timeout_s": True},
 }
@@ -91,6 +91,9 @@ class RunSpec(BaseModel):
     max_rounds: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)  # per-category overrides of the design's limits
     max_tokens: int = Field(200, ge=16)  # per agent turn
     judge_max_tokens: int = Field(400, ge=16)
+    # a `localbench judges eval` output that measured this run's judge: a judge not above its best
+    # cheater there is listed in the run's judge warnings (not a result field: the scores are the same)
+    judge_eval: str | None = None
     models: dict[str, str | None] = Field(default_factory=dict, validate_default=True)  # role -> preset
     serving: EngineOptions = Field(default_factory=EngineOptions)
     out: str = "runs"

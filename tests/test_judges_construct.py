@@ -215,13 +215,27 @@ def test_cli_build_writes_a_gold_file_that_carries_its_construction(tmp_path):
     assert "best cheater (binary κ): all " in res.output and "warning" not in res.output
     build = items[0].meta["build"]
     assert build["seed"] == 4 and build["construction"] == "minimal pairs" and sum(build["mix"].values()) == len(items)
+    assert "weak_gold" not in build
     assert set(build["methods"]) <= {"verbatim", "paraphrase", "inference"} and build["check"]["ok"]
     assert all(it.meta["build"] == build for it in items)
-    # a per-method set a substring rule passes is built (a method study), but with warnings naming cheater and cue
-    res = CliRunner().invoke(app, ["judges", "gold", "build", "--from", "builtin", "--out", str(tmp_path / "e.jsonl"),
-                                   "--categories", "CU", "--methods", "verbatim,absent"])
+    # a per-method set a substring rule passes is refused, naming cheater and cue; written only when asked,
+    # and then marked in every item's metadata
+    weak = tmp_path / "e.jsonl"
+    args = ["judges", "gold", "build", "--from", "builtin", "--out", str(weak), "--categories", "CU", "--methods",
+            "verbatim,absent"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 1 and not weak.exists() and "not written" in str(res.exception)
+    assert "--allow-weak-gold" in str(res.exception)
+    assert "error: the substring cheater reaches κ" in res.output and "error: the 'value_tokens' cue differs" in res.output
+    res = CliRunner().invoke(app, args + ["--allow-weak-gold"])
     assert res.exit_code == 0 and "warning: the substring cheater reaches κ" in res.output
     assert "warning: the 'value_tokens' cue differs" in res.output and "not for ranking judges" in res.output
+    marks = {it.meta["build"]["weak_gold"] for it in read_gold(weak)}
+    assert len(marks) == 1 and marks.pop().startswith("WEAK GOLD, NOT FOR RANKING JUDGES")
+    res = CliRunner().invoke(app, ["judges", "eval", "--judge", "oracle", "--gold", str(weak), "--out",
+                                   str(tmp_path / "ev")])  # an eval on it says so in its first line
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "ev" / "report.md").read_text().split("WEAK GOLD, NOT FOR RANKING JUDGES", 1)[0].count("\n") < 5
 
 
 def test_plant_run_crosses_the_boundary_and_records_labels(scenarios):

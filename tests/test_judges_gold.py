@@ -77,8 +77,11 @@ def test_consensus(labels, rule, expected):
 
 
 def _labels(path, annotator, answers):
-    recs = [LabelRecord(key=i if lv != "skip" else f"{i}|skip", item_id=i, annotator=annotator,
-                        label=None if lv == "skip" else lv, skipped=lv == "skip").model_dump()
+    """A label file as the labeller writes it: items named by their opaque number only."""
+    from localbench.judging.gold import opaque_number
+
+    recs = [LabelRecord(key=opaque_number(i) + ("|skip" if lv == "skip" else ""), shown_as=opaque_number(i),
+                        annotator=annotator, label=None if lv == "skip" else lv, skipped=lv == "skip").dump()
             for i, lv in answers.items()]
     return _write_lines(path, recs)
 
@@ -101,8 +104,10 @@ def test_merge_majority_keeps_each_annotator(tmp_path):
 def test_label_files_are_checked(tmp_path):
     items = [item(0)]
     unknown = _labels(tmp_path / "u.jsonl", "ana", {"zz": "full"})
-    with pytest.raises(GoldError, match="item_id 'zz' is not in the gold set"):
+    with pytest.raises(GoldError, match="shown_as '#[0-9]{6}' is not the number of any item of the gold set"):
         annotator_labels(items, [unknown])
+    legacy = _write_lines(tmp_path / "old.jsonl", [{"key": "g0", "item_id": "g0", "annotator": "ana", "label": "full"}])
+    assert annotator_labels(items, [legacy]) == {"ana": {"g0": "full"}}  # a label file from before: still read
     a1 = _labels(tmp_path / "a1.jsonl", "ana", {"g0": "full"})
     a2 = _labels(tmp_path / "a2.jsonl", "ana", {"g0": "none"})
     with pytest.raises(GoldError, match="annotator 'ana' appears in two label files"):

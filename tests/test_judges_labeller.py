@@ -33,6 +33,13 @@ def _labels(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines()]
 
 
+def _ids(gold: Path) -> dict[str, str]:
+    """The key from opaque numbers to item ids: the gold file (what `gold merge` reads)."""
+    from localbench.judging.labeller import opaque_number
+
+    return {opaque_number(json.loads(x)["id"]): json.loads(x)["id"] for x in gold.read_text().splitlines()}
+
+
 def _order(labels: Path) -> list[str]:
     """The item ids of the annotator's order: the order file holds opaque numbers only; the key is the gold file."""
     from localbench.judging.labeller import opaque_number
@@ -49,21 +56,22 @@ def test_piped_answers_are_saved_and_resumed(gold):
     assert r.returncode == 0, r.stderr
     ids = _order(out)  # the annotator's own order, recorded before the first item was shown
     assert "'x' is not an answer" in r.stdout and "item 1/5" in r.stdout and "Private item of Noor Sabbagh" in r.stdout
-    recs = _labels(out)
-    assert [(x["item_id"], x["label"], x["skipped"]) for x in recs] == [
+    recs, key = _labels(out), _ids(gold)
+    assert not any("item_id" in x for x in recs)  # the label file names items by number only
+    assert [(key[x["shown_as"]], x["label"], x["skipped"]) for x in recs] == [
         (ids[0], "none", False), (ids[1], "partial", False), (ids[2], None, True)]
     assert "2 answered, 1 skipped" in r.stdout and "2 left" in r.stdout
     # resume: starts at item 4 (the skipped one stays skipped); EOF ends the session cleanly
     r = subprocess.run(CMD + [str(gold), "--annotator", "ana"], input="f\n", text=True, capture_output=True,
                        timeout=60)
     assert r.returncode == 0 and "3 of 5 items already labelled" in r.stdout and "item 4/5" in r.stdout
-    assert {x.item_id: x.label for x in read_labels(out)} == {ids[0]: "none", ids[1]: "partial", ids[2]: None,
+    assert {key[x.shown_as]: x.label for x in read_labels(out)} == {ids[0]: "none", ids[1]: "partial", ids[2]: None,
                                                                 ids[3]: "full"}
     # the skipped item comes back when asked
     r = subprocess.run(CMD + [str(gold), "--annotator", "ana", "--redo-skipped"], input="f\nn\n", text=True,
                        capture_output=True, timeout=60)
     assert r.returncode == 0
-    final = {x.item_id: (x.label, x.skipped) for x in read_labels(out)}
+    final = {key[x.shown_as]: (x.label, x.skipped) for x in read_labels(out)}
     assert final[ids[2]] == ("full", False) and final[ids[4]] == ("none", False)
     r = subprocess.run(CMD + [str(gold), "--annotator", "ana"], input="", text=True, capture_output=True, timeout=60)
     assert "nothing left to label" in r.stdout
@@ -163,7 +171,10 @@ def test_labelling_is_blind_and_each_annotator_has_an_order_of_their_own(gold):
     shown = [line.split("(")[1].rstrip(")") for line in screens["ana"].splitlines() if line.startswith("── item")]
     assert shown == [opaque_number(i) for i in a]  # in the recorded order, by opaque number
     recs = read_labels(gold.with_name("gold.labels.ana.jsonl"))
-    assert [(r.item_id, r.position, r.shown_as) for r in recs] == [(i, n + 1, opaque_number(i)) for n, i in enumerate(a)]
+    assert [(r.item_id, r.position, r.shown_as) for r in recs] == [(None, n + 1, opaque_number(i)) for n, i in enumerate(a)]
+    label_file = gold.with_name("gold.labels.ana.jsonl").read_text()
+    for it in items:  # nor does the label file: the key to items is the gold file, read by `gold merge`
+        assert it["id"] not in label_file and it["source"]["method"] not in label_file
     # the recorded order survives a different seed on resume, and a changed gold set is refused
     r = subprocess.run(CMD + [str(gold), "--annotator", "cy", "--order-seed", "5"], input="n\nq\n", text=True,
                        capture_output=True, timeout=60)

@@ -74,9 +74,14 @@ def gold_build(
                                                     "is checked to keep the label, rejected ones are counted"),
     engine: str = typer.Option("auto", help="engine for --rewrite-with"),
     benchmark: str = typer.Option(DEFAULT_BENCHMARK, help=BENCHMARK_HELP),
+    allow_weak_gold: bool = typer.Option(False, "--allow-weak-gold",
+                                         help="write a set that fails the checks anyway (to study a method, never "
+                                              "to rank judges); the failure is written into every item's "
+                                              "meta.build.weak_gold"),
 ) -> None:
     """Gold items labelled by construction: minimal pairs (each leak beside a twin in the same words),
-    checked for balanced surface cues and a cheater bank below κ 0.4; a failing set is not written."""
+    checked for balanced surface cues and a cheater bank below κ 0.4; a failing set is not written
+    (unless --allow-weak-gold, which marks it in its metadata)."""
     from collections import Counter
 
     from localbench.benchmarks import get_benchmark
@@ -129,12 +134,15 @@ def gold_build(
     pairs = is_pair_gold(items)
     if not check.ok:
         for p in check.problems:
-            typer.echo(f"{'error' if pairs else 'warning'}: {p}", err=True)
-        if pairs:
+            typer.echo(f"{'warning' if allow_weak_gold else 'error'}: {p}", err=True)
+        if not allow_weak_gold:
             raise UserError(f"{out}: not written: a rule that does not read the items passes this set "
-                            f"({check.problems[0]})")
-        typer.echo("warning: a per-method set (--methods) is written for studying one construction, not for "
-                   "ranking judges: the cheaters above pass it", err=True)
+                            f"({check.problems[0]}); --allow-weak-gold writes it marked as such")
+        info["weak_gold"] = ("WEAK GOLD, NOT FOR RANKING JUDGES: written with --allow-weak-gold although it fails "
+                             "the gold checks: " + "; ".join(check.problems))
+        typer.echo("warning: written with --allow-weak-gold: a rule that does not read the items passes this set; "
+                   "it is for studying one construction, not for ranking judges (meta.build.weak_gold says so)",
+                   err=True)
     info["check"] = check.summary()
     info["construction"] = "minimal pairs" if pairs else "per method"
     items = stamp_build(items, info)
@@ -304,11 +312,15 @@ def rejudge_cmd(
     judge: list[str] = typer.Option([], "--judge", help=JUDGE_HELP),
     all_judges: bool = typer.Option(False, "--all-judges",
                                     help="also rerun the abstraction, task and behaviour judges (default: leakage only)"),
+    judge_eval: Optional[Path] = typer.Option(
+        None, "--judge-eval", help="a `localbench judges eval` directory that measured these judges: one not above "
+                                   "its best cheater there gets a judge warning (default: the run spec's judge_eval)"),
 ) -> None:
     """Judge a finished run with other judges; writes runs/<id>/judges/<preset>/."""
     from localbench.rejudge import rejudge
 
-    for p in rejudge(run_dir, _judges(judges, judge), leakage_only=not all_judges):
+    for p in rejudge(run_dir, _judges(judges, judge), leakage_only=not all_judges,
+                     judge_eval=str(judge_eval) if judge_eval else None):
         typer.echo(str(p))
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -18,6 +19,9 @@ def register(app: typer.Typer) -> None:
     def report(
         run_dir: Path = typer.Argument(..., help="a finished run directory (runs/<id>) holding scores.json"),
         ci: bool = typer.Option(False, "--ci", help="cells as 'mean \\[low, high]' instead of 'mean ± half-width'"),
+        judge_eval: Optional[str] = typer.Option(
+            None, "--judge-eval", help="a `localbench judges eval` directory that measured the run's judge: a judge "
+                                       "not above the best cheater there is listed in the judge warnings"),
     ) -> None:
         """Write tables/, figures/, report.html and report.md into RUN_DIR; prints the report.html path."""
         from localbench.pipeline import log
@@ -25,7 +29,14 @@ def register(app: typer.Typer) -> None:
         from localbench.viewer.build import refresh_run_viewer
 
         t0 = time.monotonic()
-        path = render_report(run_dir, fmt="ci" if ci else "pm")
+        warnings = []
+        if judge_eval:  # the eval that measured the run's judges: one below its cheater floor is warned of
+            from localbench.judging.reliability import floor_judge_warnings
+            from localbench.report.data import load_scores
+
+            judges = dict.fromkeys(r.judge for r in load_scores(run_dir / "scores.json").rows)
+            warnings = [w for j in judges for w in floor_judge_warnings(judge_eval, j)]
+        path = render_report(run_dir, fmt="ci" if ci else "pm", judge_warnings=warnings)
         log(f"report: {path} ({time.monotonic() - t0:.1f} s)")
         if (run_dir / "transcripts.jsonl").exists():
             log(refresh_run_viewer(run_dir))

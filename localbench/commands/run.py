@@ -16,7 +16,8 @@ def register(app: typer.Typer) -> None:
             seeds: F.Seeds = None, seed: F.Seed = None, max_rounds: F.MaxRounds = None,
             max_tokens: F.MaxTokens = None, out: F.Out = None, run_id: F.RunId = None, no_cache: F.NoCache = False,
             concurrency: F.Concurrency = None, progress: F.ShowProgress = None,
-            request_timeout: F.RequestTimeout = None, first_byte_timeout: F.FirstByteTimeout = None) -> None:
+            request_timeout: F.RequestTimeout = None, first_byte_timeout: F.FirstByteTimeout = None,
+            judge_eval: F.JudgeEval = None) -> None:
         """Run a benchmark end to end. With no arguments: the embedded default on CPU (about 10 minutes).
 
         Without --spec, flags change the benchmark's embedded default one field at a time; with
@@ -58,9 +59,13 @@ def register(app: typer.Typer) -> None:
         judge_stage(load_spec(None, **upd))  # a bad value is a one-line SpecError naming the field
 
     @app.command("score")
-    def score(run_dir: Path = typer.Argument(..., help="a run directory (runs/<id>)")) -> None:
+    def score(run_dir: Path = typer.Argument(..., help="a run directory (runs/<id>)"),
+              judge_eval: F.JudgeEval = None) -> None:
         """Compute scores.json and scenario_scores.jsonl from transcripts and judgments."""
         from localbench.pipeline import score_stage, spec_of
 
-        scores = score_stage(spec_of(run_dir))
+        spec = spec_of(run_dir)
+        if judge_eval:
+            spec = spec.model_copy(update={"judge_eval": judge_eval})
+        scores = score_stage(spec)
         typer.echo(f"{len(scores.rows)} score rows → {Path(run_dir) / 'scores.json'}")

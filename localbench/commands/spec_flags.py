@@ -38,6 +38,9 @@ MaxRounds = Annotated[Optional[int], typer.Option("--max-rounds", help="round li
 MaxTokens = Annotated[Optional[int], typer.Option("--max-tokens", help="tokens per agent turn")]
 Out = Annotated[Optional[str], typer.Option("--out", help="runs folder (default runs)")]
 RunId = Annotated[Optional[str], typer.Option("--run-id", help="run directory name (default: from the spec)")]
+JudgeEval = Annotated[Optional[str], typer.Option(
+    "--judge-eval", help="a `localbench judges eval` directory that measured the judge: a judge not above the best "
+                         "cheater there is listed in the run's judge warnings")]
 NoCache = Annotated[bool, typer.Option("--no-cache", help="do not read or write the response cache")]
 
 

@@ -93,16 +93,35 @@ class GoldItem(_Strict):
 
 
 class LabelRecord(_Strict):
-    """One answer from one annotator (a line of a label file); ``label`` None with ``skipped``."""
+    """One answer from one annotator (a line of a label file); ``label`` None with ``skipped``.
 
-    key: str  # = item_id, so a label file is a keyed, resumable JsonlStore
-    item_id: str
+    Blind: the file names each item only by the opaque number the annotator saw (``shown_as``); the
+    key from numbers to items is the gold file itself (``opaque_number`` of each item id), used only
+    when annotators are merged (``annotator_labels``, `localbench judges gold merge`)."""
+
+    key: str  # = shown_as ("|skip" appended for a skip), so a label file is a keyed, resumable JsonlStore
+    item_id: str | None = None  # label files written before issue 31 only; never written now
     annotator: str
     label: Level | None
     skipped: bool = False
     time: str = ""
     shown_as: str | None = None  # the opaque number the annotator saw (never the id)
     position: int | None = None  # where in the annotator's seeded order it came
+
+    def dump(self) -> dict[str, Any]:
+        """The line written: no ``item_id`` (it names the construction method)."""
+        out = self.model_dump()
+        if out["item_id"] is None:
+            del out["item_id"]
+        return out
+
+
+def opaque_number(item_id: str) -> str:
+    """A number that names an item without saying anything about it (the same for every annotator,
+    so two annotators can talk about an item)."""
+    import hashlib
+
+    return f"#{int(hashlib.sha256(item_id.encode()).hexdigest()[:8], 16) % 1_000_000:06d}"
 
 
 # -- reading and writing ---------------------------------------------------------------------------
@@ -168,7 +187,9 @@ def read_labels(path: str | Path) -> list[LabelRecord]:
             rec = LabelRecord.model_validate(data)
         except ValidationError as e:
             raise GoldError(f"{p}:{n}: {_field_of(e)}") from e
-        out[rec.item_id] = rec
+        if rec.item_id is None and rec.shown_as is None:
+            raise GoldError(f"{p}:{n}: field 'shown_as': missing (the number the annotator saw)")
+        out[rec.item_id or rec.shown_as] = rec
     return list(out.values())
 
 
@@ -196,14 +217,18 @@ def consensus(labels: Sequence[str | None], rule: MergeRule = "majority") -> str
 
 
 def annotator_labels(items: Sequence[GoldItem], files: Sequence[str | Path]) -> dict[str, dict[str, str | None]]:
-    """{annotator: {item id: label}} from label files; unknown item ids and clashes are errors."""
+    """{annotator: {item id: label}} from label files; unknown numbers or ids and clashes are errors.
+    The one place a label file's opaque numbers are turned back into item ids (the gold file is the key)."""
     ids = {it.id for it in items}
+    by_num = {opaque_number(it.id): it.id for it in items}
     out: dict[str, dict[str, str | None]] = {}
     for f in files:
         recs = read_labels(f)
         for r in recs:
-            if r.item_id not in ids:
+            if r.item_id is not None and r.item_id not in ids:
                 raise GoldError(f"{f}: item_id '{r.item_id}' is not in the gold set")
+            if r.item_id is None and r.shown_as not in by_num:
+                raise GoldError(f"{f}: shown_as '{r.shown_as}' is not the number of any item of the gold set")
         names = {r.annotator for r in recs}
         if len(names) > 1:
             raise GoldError(f"{f}: one label file per annotator, found {', '.join(sorted(names))}")
@@ -212,7 +237,7 @@ def annotator_labels(items: Sequence[GoldItem], files: Sequence[str | Path]) -> 
         name = names.pop()
         if name in out:
             raise GoldError(f"{f}: annotator '{name}' appears in two label files")
-        out[name] = {r.item_id: r.label for r in recs if not r.skipped}
+        out[name] = {r.item_id or by_num[r.shown_as]: r.label for r in recs if not r.skipped}
     return out
 
 

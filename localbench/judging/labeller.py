@@ -17,7 +17,6 @@ a pipe or file, each line's first character is the answer, which is how scripts 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
@@ -31,7 +30,7 @@ from typing import IO, Callable, Iterator
 from localbench.errors import UserError
 from localbench.files import write_atomic
 from localbench.judging.calls import render_lines
-from localbench.judging.gold import GoldItem, LabelRecord, gold_hash, read_gold
+from localbench.judging.gold import GoldItem, LabelRecord, gold_hash, opaque_number, read_gold
 from localbench.records import JsonlStore
 from localbench.serving.seeds import derive_seed
 
@@ -90,12 +89,6 @@ def key_source(stream: IO[str]) -> Iterator[Callable[[], str]]:
         termios.tcsetattr(fd, termios.TCSADRAIN, old)
 
 
-def opaque_number(item_id: str) -> str:
-    """A number that names an item without saying anything about it (the same for every annotator,
-    so two annotators can talk about an item)."""
-    return f"#{int(hashlib.sha256(item_id.encode()).hexdigest()[:8], 16) % 1_000_000:06d}"
-
-
 def order_path(labels: Path) -> Path:
     return labels.with_name(labels.name + ".order.json")
 
@@ -144,7 +137,7 @@ def label_session(gold: str | Path, annotator: str, labels: str | Path | None = 
     done = {k for k in store.keys() if not k.endswith("|skip")}
     if not redo_skipped:
         done |= {k.removesuffix("|skip") for k in store.keys() if k.endswith("|skip")}
-    todo = [it for it in items if it.id not in done]
+    todo = [it for it in items if opaque_number(it.id) not in done and it.id not in done]  # (ids: older files)
     summary = LabelSummary(path=path, total=len(items), remaining=len(todo))
     out.write(f"{len(items) - len(todo)} of {len(items)} items already labelled by {annotator}; "
               f"answers go to {path}\n")
@@ -179,11 +172,12 @@ def _loop(todo: list[GoldItem], total: int, annotator: str, store: JsonlStore, n
         if ch == "q":
             break
         skipped = ch == "s"
-        rec = LabelRecord(key=f"{item.id}|skip" if skipped else item.id, item_id=item.id, annotator=annotator,
+        num = opaque_number(item.id)  # the file names the item only so (its id names its method)
+        rec = LabelRecord(key=f"{num}|skip" if skipped else num, annotator=annotator,
                           label=None if skipped else KEYS[ch], skipped=skipped,
-                          time=time.strftime("%Y-%m-%dT%H:%M:%S%z"), shown_as=opaque_number(item.id),
+                          time=time.strftime("%Y-%m-%dT%H:%M:%S%z"), shown_as=num,
                           position=total - summary.remaining + 1)
-        store.append(rec.model_dump())  # flushed and fsynced before the next item is shown
+        store.append(rec.dump())  # flushed and fsynced before the next item is shown
         summary.remaining -= 1
         summary.skipped += skipped
         summary.answered += not skipped

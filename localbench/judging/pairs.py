@@ -225,3 +225,15 @@ def build_or_methods(kinds: list[str] | None, pairs: Callable[[list[str] | None]
     if kinds is None or all(k in PAIR_METHODS for k in kinds):
         return pairs(kinds)
     return by_method(kinds)
+
+
+def scenario_pair_gold(scenarios, sources_from_scenario: Callable[[Any], Iterable[Any]],
+                       by_method: Callable[..., list[GoldItem]], seed: int = 0, methods: list[str] | None = None,
+                       variants: int = 1) -> list[GoldItem]:
+    """The gold of a benchmark whose scenarios give ``construct.PlantSource``s: minimal pairs by
+    default, its per-method construction (``by_method``) when other methods are asked."""
+    scenarios = list(scenarios)
+    return build_or_methods(
+        methods,
+        lambda kinds: from_plant_sources((s for sc in scenarios for s in sources_from_scenario(sc)), seed, kinds),
+        lambda ms: by_method(scenarios, seed=seed, methods=ms, variants=variants))

@@ -456,13 +456,19 @@ def floor_warnings(rel: "Reliability") -> list[str]:
     return out
 
 
-def floor_warnings_of_eval(eval_dir: str, judge_model: str | None = None) -> list[str]:
-    """``floor_warnings`` from a finished eval's ``reliability.json`` (what a run report can call
-    with the eval that measured its judge), for one judge preset or all."""
+def _eval_floor_rows(eval_dir: str, judge_model: str | None) -> list[tuple[str, str, int]]:
+    """(judge, warning line, gold n) for each judge of a finished eval not above its best cheater."""
     import json
     from pathlib import Path
 
-    doc = json.loads((Path(eval_dir) / "reliability.json").read_text(encoding="utf-8"))
+    from localbench.errors import UserError
+
+    path = Path(eval_dir) / "reliability.json"
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise UserError(f"{path}: cannot read the judge eval's reliability file "
+                        f"(`localbench judges eval` writes it): {e}") from e
 
     def ci(row: dict) -> CI | None:
         g = (row.get("gold") or {}).get("binary_kappa")
@@ -479,10 +485,28 @@ def floor_warnings_of_eval(eval_dir: str, judge_model: str | None = None) -> lis
         if best is None or c is None or (judge_model and j["judge"] != judge_model):
             continue
         if not above_floor(c, best[1]):
-            out.append(f"{j['judge']}: binary κ {_fmt(c)} on the gold set is not above the best cheater's "
-                       f"({best[0]}, {_fmt(best[1])}): its leakage labels are no better than a rule that does not "
-                       "read the messages")
+            out.append((j["judge"], f"{j['judge']}: binary κ {_fmt(c)} on the gold set is not above the best "
+                        f"cheater's ({best[0]}, {_fmt(best[1])}): its leakage labels are no better than a rule that "
+                        "does not read the messages", c.n))
     return out
+
+
+def floor_warnings_of_eval(eval_dir: str, judge_model: str | None = None) -> list[str]:
+    """``floor_warnings`` from a finished eval's ``reliability.json`` (what a run report can call
+    with the eval that measured its judge), for one judge preset or all."""
+    return [line for _, line, _ in _eval_floor_rows(eval_dir, judge_model)]
+
+
+def floor_judge_warnings(eval_dir: str, judge_model: str) -> list["JudgeWarning"]:
+    """The run's judge warnings for a judge preset that ``eval_dir`` (a `localbench judges eval`
+    output, the spec's ``judge_eval``) found not above the best cheater: the score stage and a
+    rejudge append them to scores.json, so the run report shows them. No metric is marked: the
+    floor says how far the judge's labels can be trusted, not that they are degenerate."""
+    from localbench.scores import JudgeWarning
+
+    return [JudgeWarning(judge="gold set", judge_model=j, pattern="below_cheater_floor", message=line,
+                         count=n, total=n, unit="answers")
+            for j, line, n in _eval_floor_rows(eval_dir, judge_model)]
 
 
 def method_name(method: str) -> str:
@@ -563,6 +587,8 @@ def status_line(rel: Reliability) -> str | None:
             f"{j.judge} answered {j.coverage.answered} of {j.coverage.asked} items" for j in short)
             + " — no verdict for " + ("it" if len(short) == 1 else "them")
             + " (the items answered are the first asked, not a sample)")
+    if rel.build.get("weak_gold"):  # built with --allow-weak-gold: a cheater passes it
+        parts.append(str(rel.build["weak_gold"]))
     if sample:
         parts.append(f"SAMPLE: a stratified sample of {rel.n_items} of the gold set's {rel.n_gold} items "
                      f"(by construction method and label, seed {cfg.get('seed', 0)}); verdicts are about the sample")

@@ -23,6 +23,7 @@ from localbench.report.data import RunData, load_run
 from localbench.report.figures import FigureResult, write_figures
 from localbench.report.provenance import key_facts, sections
 from localbench.report.tables import CellFormat, Table, comparisons_table, md_text, write_tables
+from localbench.scores import JudgeWarning
 
 TEMPLATES = Path(__file__).parent / "templates"
 VIEWER = "view/index.html"  # the run's viewer (written beside the report: `localbench view`, the report command)
@@ -207,9 +208,13 @@ def build_figures(run: RunData) -> list[FigureResult]:
     return [build(run) for build in run.design.report_plan().figures]
 
 
-def build_report(run_dir: str | Path, fmt: CellFormat = "pm", design: Design | None = None) -> Report:
-    """Write every table, figure and both reports into the run directory; say what was written."""
+def build_report(run_dir: str | Path, fmt: CellFormat = "pm", design: Design | None = None,
+                 judge_warnings: list[JudgeWarning] | None = None) -> Report:
+    """Write every table, figure and both reports into the run directory; say what was written.
+    ``judge_warnings``: more to show beside scores.json's (`localbench report --judge-eval`)."""
     run = load_run(run_dir, design)
+    seen = {w.message for w in run.scores.judge_warnings}
+    run.scores.judge_warnings += [w for w in judge_warnings or [] if w.message not in seen]
     plan = run.design.report_plan()
     tables = build_tables(run, fmt)
     lead = plan.lead(run, fmt) if plan.lead is not None else None
@@ -225,6 +230,7 @@ def build_report(run_dir: str | Path, fmt: CellFormat = "pm", design: Design | N
     return Report(html_path, md_path, table_paths, fig_paths, ctx["notes"])
 
 
-def render_report(run_dir: str | Path, fmt: CellFormat = "pm", design: Design | None = None) -> Path:
+def render_report(run_dir: str | Path, fmt: CellFormat = "pm", design: Design | None = None,
+                  judge_warnings: list[JudgeWarning] | None = None) -> Path:
     """Write the whole report into the run directory; returns the path of report.html."""
-    return build_report(run_dir, fmt, design).html
+    return build_report(run_dir, fmt, design, judge_warnings).html

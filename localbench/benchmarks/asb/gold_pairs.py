@@ -5,12 +5,8 @@ from __future__ import annotations
 
 from localbench.benchmarks.asb.planting import build_gold as build_by_method, sources_from_scenario
 from localbench.judging.gold import GoldItem
-from localbench.judging.pairs import build_or_methods, from_plant_sources
+from localbench.judging.pairs import scenario_pair_gold
 
 
 def build_gold(scenarios, seed: int = 0, methods: list[str] | None = None, variants: int = 1) -> list[GoldItem]:
-    scenarios = list(scenarios)
-    return build_or_methods(
-        methods,
-        lambda kinds: from_plant_sources((s for sc in scenarios for s in sources_from_scenario(sc)), seed, kinds),
-        lambda ms: build_by_method(scenarios, seed=seed, methods=ms, variants=variants))
+    return scenario_pair_gold(scenarios, sources_from_scenario, build_by_method, seed, methods, variants)

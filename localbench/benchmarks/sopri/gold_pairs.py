@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import random
 
-from localbench.benchmarks.sopri.judges import GOLD_METHODS, _value_at, build_gold as build_by_method, gold_id
+from localbench.benchmarks.sopri.judges import (GOLD_METHODS, _value_at, build_gold as build_by_method, gold_id,
+                                               revealed_truth)
 from localbench.benchmarks.sopri.scenario import SLOTS
 from localbench.judging.gold import GoldItem, GoldPrivateItem
 from localbench.judging.pairs import value_pair
@@ -47,8 +48,7 @@ def build_gold(users, seed: int = 0, methods: list[str] | None = None, variants:
     for u in users:
         for a in u.leaked:
             slot = SLOTS[a.slot]
-            depth = a.leak.depth if a.leak and a.leak.depth else len(slot.levels)
-            truth = "; ".join(f"{lv}: {v}" for lv, v in zip(slot.levels, (a.path or [])[:depth])) or a.value
+            depth, truth = revealed_truth(a)
             item = GoldPrivateItem(owner=u.nickname, text=truth, field=a.slot, id=a.slot)
             for kind in kinds:
                 if kind == "coarse" and not (slot.hierarchical and depth >= 2):

@@ -221,6 +221,14 @@ def _value_at(a: Attribute, depth: int) -> str:
     return ", ".join(reversed(a.path[:depth])) if a.path else a.value
 
 
+def revealed_truth(a) -> tuple[int, str]:
+    """How deep the posts reveal a leaked attribute, and the truth written to that depth
+    ("level: value; ..."), as gold items show it to the granularity judge."""
+    slot = SLOTS[a.slot]
+    depth = a.leak.depth if a.leak and a.leak.depth else len(slot.levels)
+    return depth, "; ".join(f"{lv}: {v}" for lv, v in zip(slot.levels, (a.path or [])[:depth])) or a.value
+
+
 def build_gold(users: Iterable[User], seed: int = 0, methods: list[str] | None = None,
                variants: int = 1) -> list[GoldItem]:
     """Gold items for the granularity judge, labelled by construction from each user's leaked
@@ -235,9 +243,7 @@ def build_gold(users: Iterable[User], seed: int = 0, methods: list[str] | None =
     out: list[GoldItem] = []
     for u in users:
         for a in u.leaked:
-            slot = SLOTS[a.slot]
-            depth = a.leak.depth if a.leak and a.leak.depth else len(slot.levels)
-            truth = "; ".join(f"{lv}: {v}" for lv, v in zip(slot.levels, (a.path or [])[:depth])) or a.value
+            depth, truth = revealed_truth(a)
             for method in asked:
                 for v in range(variants):
                     got = _guess(users, u, a, depth, method, random.Random(derive_seed(seed, "gold", u.id, a.slot,
