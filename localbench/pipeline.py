@@ -91,6 +91,13 @@ def simulate_stage(spec: RunSpec, progress: bool | None = None, along: "JudgeAlo
     return summary.run_dir
 
 
+def judge_concurrency(spec: RunSpec) -> int:
+    """Judge calls in flight: the spec's max_concurrency, else from the device (``serving.session``)."""
+    from localbench.serving.session import concurrency
+
+    return concurrency(spec.serving).judge
+
+
 MAX_JUDGE_PASSES = 4
 """Passes of the judge stage: a judge whose tasks depend on another's labels runs in a later pass."""
 
@@ -112,7 +119,7 @@ async def judge_transcripts(spec: RunSpec, transcripts: list[Transcript], scenar
         tasks = bm.judge_tasks(spec, transcripts, scenarios, client, store)
         if leakage_only:
             tasks = [t for t in tasks if t.meta["judge"] in bm.leakage_judges]
-        summary = await run_judge_tasks(client, tasks, store, max_concurrency=spec.serving.max_concurrency,
+        summary = await run_judge_tasks(client, tasks, store, max_concurrency=judge_concurrency(spec),
                                         show_progress=show_progress)
         total.done += summary.done
         total.failed += summary.failed
@@ -140,6 +147,7 @@ def _record_judge(spec: RunSpec, rd: RunDir, client, rubrics: dict[str, str]) ->
         "model": spec.judge_model, "identity": client.backend.identity.__dict__,
         "engine": client.backend.describe(), "rubrics": rubrics,
         "max_tokens": spec.judge_max_tokens, "temperature": JUDGE_TEMPERATURE,
+        "concurrency": judge_concurrency(spec),
     })
 
 

@@ -40,7 +40,10 @@ class EngineOptions(BaseModel):
     grammar: Literal["xgrammar", "outlines"] = "xgrammar"  # hf only
     max_batch_size: int = Field(32, ge=1)
     prefix_cache_gb: float = Field(4.0, ge=0)  # hf only: prompt KV kept for reuse by later turns (0 = off)
-    max_concurrency: int = Field(64, ge=1)  # openai: requests in flight
+    # live simulations, requests in flight to a served engine and judge calls in flight; unset: from
+    # the device (serving.device.concurrency_limits: 64 on CPU, the engine's batch on a GPU), the
+    # values used recorded in spec.yaml (simulation.concurrency, judge.concurrency)
+    max_concurrency: int | None = Field(None, ge=1)
     max_retries: int = Field(2, ge=0)  # invalid replies retried with a new seed
     # the same request gives the same reply however many run at once: vLLM's batch-invariant
     # kernels where the installed vLLM has them, one row per forward pass (and no prefix reuse)

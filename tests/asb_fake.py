@@ -11,7 +11,7 @@ import json
 import random
 from typing import Any
 
-from localbench.serving.types import GenerationRequest, ModelIdentity, RawCompletion
+from localbench.serving.types import Backend, GenerationRequest, ModelIdentity, RawCompletion
 
 WORDS = "plan date budget lunch sunday venue split bill noted agreed thanks option maybe later fine".split()
 
@@ -48,7 +48,7 @@ def sample(schema: dict[str, Any], root: dict[str, Any], rng: random.Random) -> 
     raise ValueError(f"fake backend cannot sample schema {schema}")
 
 
-class FakeBackend:
+class FakeBackend(Backend):
     """Backend protocol over random schema instances; ``bad_rate`` of replies are not JSON."""
 
     engine = "fake"

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from localbench.serving.types import GenerationRequest, ModelIdentity, RawCompletion
+from localbench.serving.types import Backend, GenerationRequest, ModelIdentity, RawCompletion
 
 
-class ScriptedBackend:
+class ScriptedBackend(Backend):
     """Returns replies from a function of the request; counts calls."""
 
     engine = "scripted"
@@ -38,15 +39,18 @@ class ScriptedBackend:
 
 class RecordingServer:
     """A minimal OpenAI-compatible server on a free port that records every request it gets
-    (``seen``: (path, body)) and answers ``content`` with ``prompt_tokens`` counted (also /tokenize)."""
+    (``seen``: (path, body)) and answers ``content`` with ``prompt_tokens`` counted (also /tokenize,
+    after ``tokenize_delay_s``)."""
 
-    def __init__(self, content: str, prompt_tokens: int):
+    def __init__(self, content: str, prompt_tokens: int, tokenize_delay_s: float = 0.0):
         seen = self.seen = []
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):  # noqa: N802 - http.server's name
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 seen.append((self.path, body))
+                if self.path == "/tokenize":
+                    time.sleep(tokenize_delay_s)
                 reply = {"count": prompt_tokens} if self.path == "/tokenize" else {
                     "choices": [{"index": 0, "finish_reason": "stop",
                                  "message": {"role": "assistant", "content": content}}],

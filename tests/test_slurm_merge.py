@@ -80,6 +80,24 @@ def test_a_key_in_two_shards_is_written_once(tmp_path):
     assert rep.conflicts["transcripts.jsonl"] == [other["key"]]
 
 
+def test_merge_waits_for_no_one_holding_the_run(tmp_path):
+    """The merge writes into the run directory: a command holding it (a judge stage, say) refuses it."""
+    from test_run_lock import _hold
+
+    from localbench.rundir import RunLocked
+
+    lay = make_run(tmp_path)
+    holder = _hold(lay.run, tmp_path / "ready")
+    try:
+        with pytest.raises(RunLocked, match="holder-under-test"):
+            merge_run(lay.run)
+        assert not (lay.run / "transcripts.jsonl").exists()  # nothing written under someone else's hold
+    finally:
+        holder.kill()
+        holder.wait()
+    assert merge_run(lay.run).total["transcripts.jsonl"] == 7
+
+
 def test_missing_shard_is_an_error_unless_partial(tmp_path):
     lay = make_run(tmp_path)
     (lay.shard_dir(1) / "spec.yaml").unlink()

@@ -55,7 +55,7 @@ RequestTimeout = Annotated[Optional[float], typer.Option(
 FirstByteTimeout = Annotated[Optional[float], typer.Option(
     "--first-byte-timeout", help="openai engine: seconds the server may send nothing before it is named as hung "
                                  "(default 30)")]
-Concurrency = Annotated[Optional[int], typer.Option("--concurrency", help="simulations live at once")]
+Concurrency = Annotated[Optional[int], typer.Option("--concurrency", help="simulations, requests and judge calls in flight at once (default: from the device, 64 on CPU)")]
 ShowProgress = Annotated[Optional[bool], typer.Option("--progress/--no-progress",
                                                       help="progress on stderr (default: when it is a terminal)")]
 

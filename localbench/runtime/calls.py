@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from localbench.runtime.clients import RoleClients
-from localbench.runtime.context import Budget, ContextExhausted, Fitted, fit_prompt
+from localbench.runtime.context import Budget, ContextExhausted, Fitted, afit_prompt
 from localbench.serving.output import OutputSpec
 from localbench.serving.types import GenerationRequest, GenerationResult, Message
 
@@ -58,7 +58,7 @@ class SimulationCalls:
         client = self.clients.for_role(role)
         budget = Budget(client.backend.max_model_len, self.max_tokens)
         try:
-            fit = fit_prompt(build, n_history, budget, client.backend.count_tokens)
+            fit = await afit_prompt(build, n_history, budget, client.backend.acount_tokens)
         except ContextExhausted as e:
             self.cuts.append({**where, "role": role, "exhausted": True, "tokens": e.tokens, "budget": e.budget,
                               "dropped": n_history, "kept": 0})

@@ -16,6 +16,7 @@ Policy (documented in docs/simulation.md):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Awaitable, Generator
 from typing import Any, Callable
 
 from localbench.serving.messages import Message  # content: a string or a list of text/image parts
@@ -72,23 +73,53 @@ def fit_prompt(
     ``build(k)`` must return the prompt without the ``k`` oldest history items (and with a cut
     marker when ``k > 0``); it is assumed to shrink as ``k`` grows.
     """
+    search = _search(build, n_history, budget)
+    msgs = next(search)
+    try:
+        while True:
+            msgs = search.send(count_tokens(msgs))
+    except StopIteration as done:
+        return done.value
+
+
+async def afit_prompt(
+    build: Callable[[int], list[Message]],
+    n_history: int,
+    budget: Budget,
+    count_tokens: Callable[[list[Message]], Awaitable[int]],
+) -> Fitted:
+    """``fit_prompt`` with an async counter (``Backend.acount_tokens``): a count that waits on a
+    server leaves the event loop to the other simulations."""
+    search = _search(build, n_history, budget)
+    msgs = next(search)
+    try:
+        while True:
+            msgs = search.send(await count_tokens(msgs))
+    except StopIteration as done:
+        return done.value
+
+
+def _search(build: Callable[[int], list[Message]], n_history: int,
+            budget: Budget) -> Generator[list[Message], int, Fitted]:
+    """The search behind both: yields each prompt to count and is sent its count back."""
     limit = budget.prompt_tokens
 
-    def size(k: int) -> tuple[list[Message], int]:
+    def size(k: int):
         msgs = build(k)
-        return msgs, count_tokens(msgs)
+        n = yield msgs
+        return msgs, n
 
-    msgs, n = size(0)
+    msgs, n = yield from size(0)
     if n <= limit:
         return Fitted(msgs, 0, n_history, n, limit)
-    smallest, n_small = size(n_history) if n_history else (msgs, n)
+    smallest, n_small = (yield from size(n_history)) if n_history else (msgs, n)
     if n_small > limit:
         raise ContextExhausted(n_small, limit)
     lo, hi = 0, n_history  # size(lo) too big, size(hi) fits
     best = (smallest, n_small)
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        m, t = size(mid)
+        m, t = yield from size(mid)
         if t <= limit:
             hi, best = mid, (m, t)
         else:

@@ -33,6 +33,7 @@ from localbench.rundir import RunDir, run_lock
 from localbench.runtime.clients import RoleClients
 from localbench.runtime.scheduler import Job, JobError, run_jobs
 from localbench.runtime.summary import SimulationSummary
+from localbench.serving.session import concurrency
 from localbench.serving.types import EngineError
 from localbench.spec import RunSpec, SpecError
 
@@ -162,7 +163,8 @@ async def simulate_scenarios(spec: RunSpec, simulator: Simulator, scenarios: lis
     mine = set(spec.select_shard([u.key for u in units]))
     units = [u for u in units if u.key in mine]
     engines = ",".join(f"{role}={clients.for_role(role).backend.engine}" for role in simulator.call_roles)
-    _write_spec(rd, spec, simulator.provenance(spec, clients, scenarios, n_issues),
+    limits = concurrency(spec.serving, engines=len(clients.distinct()))
+    _write_spec(rd, spec, {**simulator.provenance(spec, clients, scenarios, n_issues), "concurrency": limits.as_dict()},
                 {**simulator.fingerprint(scenarios), "engines": engines})
     store = RecordStore(rd.path / "transcripts.jsonl", Transcript)
     errors_file = JsonlStore(rd.path / "sim_errors.jsonl", key_field="id")
@@ -204,7 +206,7 @@ async def simulate_scenarios(spec: RunSpec, simulator: Simulator, scenarios: lis
     if along is not None:
         along.start(clients)
     jobs = [Job(u.key, (lambda u=u: simulator.play(u, clients, spec)), label=u.key) for u in todo]
-    report = await run_jobs(jobs, concurrency=spec.serving.max_concurrency, on_done=on_done, on_error=on_error,
+    report = await run_jobs(jobs, concurrency=limits.simulations, on_done=on_done, on_error=on_error,
                             stats=[c.stats for c in clients.distinct()], progress=progress)
     summary.terminations = dict(ends)
     summary.wall_s = report.wall_s

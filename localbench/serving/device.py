@@ -152,6 +152,33 @@ def concurrency_for(device: Device, engines: int = 1) -> int:
     return max(CPU_CONCURRENCY, per // max(1, engines))
 
 
+@dataclass(frozen=True)
+class Concurrency:
+    """How much a run keeps going at once; one number (``serving.max_concurrency``) used to bound all
+    three, which on a GPU left an engine batching 1,024 sequences with 64 of them."""
+
+    simulations: int  # simulations live at once (each waits on one model call at a time)
+    requests: int  # requests in flight to one served engine (the openai client's limit)
+    judge: int  # judge calls in flight
+    source: str  # where the numbers came from: "spec", "cpu default" or the device's name
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def concurrency_limits(device: Device, explicit: int | None = None, engines: int = 1) -> Concurrency:
+    """The spec's ``max_concurrency`` for all three when it sets one; else, on a GPU, enough to fill
+    each engine's batch (``max_num_seqs``): simulations shared among ``engines`` engines, the
+    judge's calls on one; on CPU the value the project has always used (64), so CPU runs do not change."""
+    if explicit:
+        return Concurrency(explicit, explicit, explicit, "spec")
+    if not device.is_cuda:
+        return Concurrency(CPU_CONCURRENCY, CPU_CONCURRENCY, CPU_CONCURRENCY, "cpu default")
+    per_engine = max(CPU_CONCURRENCY, batch_limits(device)["max_num_seqs"])
+    return Concurrency(concurrency_for(device, engines), per_engine, concurrency_for(device, 1),
+                       f"device: {device.name}")
+
+
 def throughput_defaults(device: Device, presets: list[Any], spec_overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """Concurrency, batch limits and memory shares for the presets in use on ``device``; the spec's
     own values (``spec_overrides``: max_concurrency, max_num_seqs, max_num_batched_tokens) win.

@@ -39,7 +39,7 @@ from typing import Any
 import httpx
 
 from localbench.serving.presets import Preset
-from localbench.serving.types import EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion
+from localbench.serving.types import Backend, EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion
 from localbench.serving.messages import has_images
 from localbench.serving.vision import engine_messages, openai_messages
 
@@ -122,7 +122,7 @@ def _server_message(r: httpx.Response) -> str:
     return str(body)[:500]
 
 
-class OpenAIBackend:
+class OpenAIBackend(Backend):
     """Backend over an OpenAI-compatible HTTP server; build it with ``from_preset``."""
 
     engine = "openai"

@@ -7,6 +7,7 @@ which role a model plays is the caller's business.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -62,9 +63,25 @@ GPU_MEMORY_SHARES: dict[str, float] = {}
 
 
 def detect_device():  # a function, so tests put a simulated GPU here
+    return _detect_once()
+
+
+@functools.cache
+def _detect_once():
     from localbench.serving.device import detect
 
     return detect()
+
+
+def concurrency(serving: EngineOptions, engines: int = 1):
+    """How many simulations, requests and judge calls run at once (``device.concurrency_limits``):
+    the spec's ``max_concurrency`` when set (no device asked), else from the device here;
+    ``engines``: distinct models the simulations share it among."""
+    from localbench.serving.device import CPU, concurrency_limits
+
+    if serving.max_concurrency:
+        return concurrency_limits(CPU, serving.max_concurrency)
+    return concurrency_limits(detect_device(), None, engines)
 
 
 def plan_gpu_memory(requested: dict[str, float]) -> dict[str, float]:
@@ -112,7 +129,7 @@ def open_client(preset_name: str, serving: EngineOptions, base_url: str | None, 
     if engine == "openai":
         if not base_url:
             raise UserError(f"serving.base_url is required with the openai engine (role {role or preset_name})")
-        opts = {"base_url": base_url, "max_concurrency": serving.max_concurrency,
+        opts = {"base_url": base_url, "max_concurrency": concurrency(serving).requests,
                 "timeout": serving.request_timeout_s, "first_byte_timeout": serving.first_byte_timeout_s}
     elif engine == "hf":
         opts = {"grammar": serving.grammar, "max_batch_size": serving.max_batch_size,

@@ -220,6 +220,12 @@ class Backend(Protocol):
         (``text_messages``) for a message with an image part instead of counting it."""
         ...
 
+    async def acount_tokens(self, messages: list[Message]) -> int:
+        """``count_tokens`` for callers on the event loop (every turn's prompt fitting): an engine
+        whose count can wait on I/O (a server's /tokenize) overrides it so other simulations go on
+        meanwhile; the others count in place. Engines subclass Backend to inherit this default."""
+        return self.count_tokens(messages)
+
     async def aclose(self) -> None: ...
 
     def describe(self) -> dict[str, Any]:

@@ -49,7 +49,7 @@ from typing import Any
 
 from localbench.serving.device import CPU, Device, batch_limits, dtype_for, engine_environment
 from localbench.serving.presets import Preset
-from localbench.serving.types import EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion, check_prompt_fits
+from localbench.serving.types import Backend, EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion, check_prompt_fits
 from localbench.serving.vision import engine_messages, template_messages
 from localbench.serving.xgrammar_quirks import control_token_bias
 
@@ -153,7 +153,7 @@ def _tokens_prompt(ids: list[int], images: list[Any] | None = None) -> Any:
     return TokensPrompt(prompt_token_ids=ids)
 
 
-class VLLMBackend:
+class VLLMBackend(Backend):
     """Backend over an in-process ``AsyncLLM``; build it with ``from_preset``."""
 
     engine = "vllm"

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from localbench.errors import UserError
-from localbench.rundir import RunDir
+from localbench.rundir import RunDir, run_lock
 from localbench.records import JsonlStore
 from localbench.slurm.layout import RunLayout
 from localbench.spec import RunSpec
@@ -126,30 +126,32 @@ def merge_run(run_dir: str | Path, allow_partial: bool = False) -> MergeReport:
     if not docs:
         raise UserError(f"{layout.run}: no shard has written anything yet")
 
-    for name in RECORD_FILES:
-        files = [layout.shard_dir(i) / name for i in docs if (layout.shard_dir(i) / name).exists()]
-        _merge_records(files, layout.run / name, rep)
+    # the run directory itself is written below: held like any command's (shards hold their own)
+    with run_lock(layout.run, command="slurm merge"):
+        for name in RECORD_FILES:
+            files = [layout.shard_dir(i) / name for i in docs if (layout.shard_dir(i) / name).exists()]
+            _merge_records(files, layout.run / name, rep)
 
-    # spec.yaml: the submitted spec, plus the provenance the shards recorded (which must agree).
-    first = docs[min(docs)]
-    provenance = {k: v for k, v in first.items() if k not in _VOLATILE}
-    for i, d in docs.items():
-        for k in set(provenance) | {k for k in d if k not in _VOLATILE}:
-            if d.get(k) != provenance.get(k) and k not in rep.provenance_differs:
-                rep.provenance_differs.append(k)
-    provenance["slurm"] = {
-        "num_shards": rec.num_shards,
-        "merged_shards": sorted(docs),
-        "jobs": [s.model_dump(include={"array_job", "merge_job", "shards"}) for s in rec.submissions],
-        **({"provenance_differs": rep.provenance_differs} if rep.provenance_differs else {}),
-    }
-    RunDir(layout.run).write_spec(spec, provenance, first.get("fingerprint"))
+        # spec.yaml: the submitted spec, plus the provenance the shards recorded (which must agree).
+        first = docs[min(docs)]
+        provenance = {k: v for k, v in first.items() if k not in _VOLATILE}
+        for i, d in docs.items():
+            for k in set(provenance) | {k for k in d if k not in _VOLATILE}:
+                if d.get(k) != provenance.get(k) and k not in rep.provenance_differs:
+                    rep.provenance_differs.append(k)
+        provenance["slurm"] = {
+            "num_shards": rec.num_shards,
+            "merged_shards": sorted(docs),
+            "jobs": [s.model_dump(include={"array_job", "merge_job", "shards"}) for s in rec.submissions],
+            **({"provenance_differs": rep.provenance_differs} if rep.provenance_differs else {}),
+        }
+        RunDir(layout.run).write_spec(spec, provenance, first.get("fingerprint"))
 
-    if not spec.no_cache and spec.cache is None:
-        caches = [layout.shard_dir(i) / "cache.sqlite" for i in docs]
-        rep.cache_rows = _merge_caches([c for c in caches if c.exists()], layout.run / "cache.sqlite")
-    (layout.slurm / "merge.json").write_text(json.dumps(rep.__dict__, indent=2) + "\n")
-    from localbench.slurm.usage import record_usage
+        if not spec.no_cache and spec.cache is None:
+            caches = [layout.shard_dir(i) / "cache.sqlite" for i in docs]
+            rep.cache_rows = _merge_caches([c for c in caches if c.exists()], layout.run / "cache.sqlite")
+        (layout.slurm / "merge.json").write_text(json.dumps(rep.__dict__, indent=2) + "\n")
+        from localbench.slurm.usage import record_usage
 
-    record_usage(layout.run)  # GPU-hours so far into spec.yaml (slurm.usage); the score stage updates it
+        record_usage(layout.run)  # GPU-hours so far into spec.yaml (slurm.usage); the score stage updates it
     return rep

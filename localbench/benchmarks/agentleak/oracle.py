@@ -26,7 +26,7 @@ from typing import Any
 from localbench.benchmarks.agentleak.detect import detect, normalise
 from localbench.benchmarks.agentleak.sandbox import tool_fields
 from localbench.benchmarks.agentleak.scenario import CHANNELS, Agent, Scenario, VaultField
-from localbench.serving.types import GenerationRequest, ModelIdentity, RawCompletion
+from localbench.serving.types import Backend, GenerationRequest, ModelIdentity, RawCompletion
 
 ORACLE = "oracle"
 LEAKS = re.compile(r"^oracle-leaks-(C[1-7])$")
@@ -222,7 +222,7 @@ class OraclePolicy:
         return None
 
 
-class OracleBackend:
+class OracleBackend(Backend):
     """A backend whose replies are the oracle's actions (no model): the runtime parses and carries
     them out as it does a model's. ``attach`` each simulation's system before it runs."""
 

@@ -73,8 +73,7 @@ class AgentLeakSimulator:
             "prompt_set": PROMPTS.set_hash(),
             "defaults": {"max_rounds": {v: spec.max_rounds_for(v) for v in spec.design.categories},
                          "temperatures": dict(TEMPERATURES), "max_tokens": spec.max_tokens,
-                         "text_max_chars": sim_settings(spec, spec.design.categories[0]).text_chars,
-                         "concurrency": spec.serving.max_concurrency},
+                         "text_max_chars": sim_settings(spec, spec.design.categories[0]).text_chars},
             "scenarios": {"source": spec.scenarios, "n": len(scenarios), "load_issues": n_issues},
         }
 

@@ -89,7 +89,6 @@ def provenance(spec: RunSpec, clients: RoleClients, scenarios: list[Scenario], n
             "min_messages_for_done": MIN_MESSAGES_FOR_DONE,
             "cu_max_redirects": CU_MAX_REDIRECTS,
             "cu_user_exchanges": CU_USER_EXCHANGES,
-            "concurrency": spec.serving.max_concurrency,
         },
         "scenarios": {"source": spec.scenarios, "n": len(scenarios), "load_issues": n_issues,
                       "categories": sorted({CATEGORY_NAMES[s.category] for s in scenarios})},

@@ -123,8 +123,7 @@ class SopriSimulator:
             "defaults": {"max_rounds": {c: spec.max_rounds_for(c) for c in spec.design.categories},
                          "temperatures": temperatures(spec), "answer_tokens": answer_tokens(spec),
                          "route_budget": int(spec.extra.get("route_budget", ROUTE_BUDGET)),
-                         "max_inferences": int(spec.extra.get("max_inferences", MAX_INFERENCES)),
-                         "concurrency": spec.serving.max_concurrency},
+                         "max_inferences": int(spec.extra.get("max_inferences", MAX_INFERENCES))},
             "scenarios": {"source": spec.scenarios, "n": len(users), "load_issues": n_issues},
         }
 

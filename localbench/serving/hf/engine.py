@@ -30,7 +30,7 @@ from localbench.serving.hf.grammar import GRAMMAR_BACKENDS, GrammarBackend, make
 from localbench.serving.hf.prefix_cache import PrefixCache
 from localbench.serving.presets import Preset, load_preset
 from localbench.serving.messages import has_images
-from localbench.serving.types import EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion, check_prompt_fits
+from localbench.serving.types import Backend, EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion, check_prompt_fits
 from localbench.serving.vision import engine_messages, processor_inputs
 from localbench.serving.weights import hub_revision, identity_of, materialize
 
@@ -94,7 +94,7 @@ def _stop_ids(tokenizer: Any, model: Any) -> list[int]:
     return ids
 
 
-class HFBackend:
+class HFBackend(Backend):
     """transformers + a grammar backend behind a micro-batcher (implements ``Backend``)."""
 
     engine = "hf"
