@@ -285,7 +285,7 @@ def test_kill_9_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path, tiny_
     assert len(keys) == len(set(keys)) == 16 and set(before) <= set(keys)
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1800)  # one worker of `make test -n auto` shares the cores with another
 def test_a_run_with_smollm2(tmp_path, smollm2_dir):
     _cli("run", "--benchmark", "agentleak", "--agent", "smollm2-135m", "--categories", "healthcare", "--limit", "1",
          "--levels", "multi", "--max-rounds", "3", "--out", str(tmp_path), "--run-id", "s", "--no-progress")
