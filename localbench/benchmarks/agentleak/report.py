@@ -17,6 +17,7 @@ from localbench.design import ALL, ReportPlan
 from localbench.report.aggregate import Estimate
 from localbench.report.data import RunData
 from localbench.report.figures import FigureResult, bars_by_level, metric_matrix
+from localbench.spec import NO_JUDGE
 from localbench.report.tables import (Cell, CellFormat, Column, Row, Table, agents, ci_note, headline_table,
                                       label_headers, labels, metric_column, safe_name)
 from localbench.stats import mcnemar_test
@@ -176,7 +177,12 @@ def judge_warning_table(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
               label_headers=["Judge model"], columns=[Column("warning"), Column("calls"), Column("of")], fmt=fmt)
     for w in warns:
         t.rows.append(Row([w.judge_model], [w.what, str(w.count), str(w.total)]))
-    if not any(j.judge_model != "rule" for j in judgments):
+    if any(r.judge == NO_JUDGE for r in run.scores.rows):
+        t.rows.append(Row([NO_JUDGE], ["tier 3 off (--judge none)", "0", str(len(judgments))]))
+        t.notes.append("Tier 3 was off in this run (--judge none): leaks are the rule tiers' (1 canaries, 2 "
+                       "identifiers and value matches) alone; natural-language paraphrases and inferences, and "
+                       "TSR's semantic part, are not judged.")
+    elif not any(j.judge_model != "rule" for j in judgments):
         t.rows.append(Row(["none"], ["tier 3 not judged", "0", str(len(judgments))]))
         t.notes.append("No tier-3 judge call in this run: leaks are the rule tiers' (1 canaries, 2 identifiers and "
                        "value matches) alone; natural-language paraphrases and inferences are not judged.")
