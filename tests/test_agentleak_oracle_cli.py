@@ -34,8 +34,9 @@ def test_the_oracle_with_no_judge_prints_elr_0_and_rule_checked_tsr_1(tmp_path):
         assert all(_pooled(run, f"CLR:{c}", level)["mean"] == 0.0 for c in CHANNELS)
     lead = r.stdout
     row = next(x for x in lead.splitlines() if x.startswith("| oracle | single |"))
-    assert row.split(" | ")[2].startswith("0.00") and row.rstrip(" |").split(" | ")[-1].startswith("1.00"), row
-    assert "TSR is rule-checked" in lead and "not judged" in lead
+    cells = row.strip(" |").split(" | ")
+    assert cells[2].startswith("0.00") and cells[-2].startswith("1.00") and cells[-1] == "not judged", row
+    assert "TSR is rule-checked" in lead and "TSR:semantic" in lead
     assert "judging off (--judge none)" in r.stderr
     assert not (run / "judgments.jsonl").exists() or not (run / "judgments.jsonl").read_text().strip()
     spec = (run / "spec.yaml").read_text()

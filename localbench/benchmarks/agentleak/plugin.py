@@ -99,7 +99,9 @@ class AgentLeak:
         from localbench.judging.sanity import JudgeChecks
 
         # "no leak" on every channel of every trace can be a real result (a careful system): not flagged
-        return JudgeChecks(constant_exempt=("leak",), metrics={"leak": ("ELR", "ELR:all", "WLS", "H1", "H1:internal", "ASR", *CHANNEL_METRICS)})
+        return JudgeChecks(constant_exempt=("leak",), metrics={
+            "leak": ("ELR", "ELR:all", "WLS", "H1", "H1:internal", "ASR", *CHANNEL_METRICS),
+            "task": ("TSR:semantic",)})  # the task judge: "met" everywhere is said (a warning), not hidden
 
     def view_simulation(self, transcript, judgments, scenario):
         from localbench.benchmarks.agentleak.view import view_simulation
