@@ -17,9 +17,9 @@ from localbench.design import ALL, ReportPlan
 from localbench.report.aggregate import Estimate
 from localbench.report.data import RunData
 from localbench.report.figures import FigureResult, bars_by_level, metric_matrix
-from localbench.spec import NO_JUDGE
 from localbench.report.tables import (Cell, CellFormat, Column, Row, Table, agents, ci_note, headline_table,
                                       label_headers, labels, metric_column, safe_name)
+from localbench.spec import NO_JUDGE
 from localbench.stats import mcnemar_test
 
 LEAD = ("ELR", "ELR:all", *CHANNEL_METRICS, "H1", "H1:internal", "H1|leak", "WLS", "TSR", "TSR:semantic")
