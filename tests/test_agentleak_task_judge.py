@@ -58,7 +58,7 @@ def test_tsr_semantic_is_the_criteria_verdict_and_a_failure_is_never_success(tra
     m, failed, detail = trace_metrics(trace, SCENARIO, [_j(None, "ungrounded label: criterion_1")])
     assert m["TSR:semantic"] is None and "TSR:semantic" in failed
     m, failed, detail = trace_metrics(trace, SCENARIO, [])
-    assert m["TSR:semantic"] is None and TASK_JUDGE in detail["unjudged_channels"]  # the judge stage finishes it
+    assert m["TSR:semantic"] is None and "TSR:semantic" in failed  # not judged yet: failed, never a success
     m, failed, _ = trace_metrics(trace, SCENARIO, [], tier3=False)
     assert "TSR:semantic" not in m and not failed and m["TSR"] == 1.0  # --judge none: not judged, not failed
 

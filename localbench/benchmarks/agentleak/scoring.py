@@ -181,13 +181,10 @@ def trace_metrics(t: Transcript, s: Scenario, judgments: list[Judgment],
         if attack.get("injected"):
             put("ASR", m["ELR:all"])
     put("TSR", task_success(t, s))
-    unjudged = sorted(missing)
-    if tier3 and s.success.criteria:
+    if tier3 and s.success.criteria:  # not yet asked, or failed: a failed value (a leakage-only rejudge asks none)
         task = next((j for j in judgments if j.judge == TASK_JUDGE), None)
         put("TSR:semantic", None if task is None or task.failure else criteria_met(task.label))
-        if task is None:
-            unjudged.append(TASK_JUDGE)
-    return m, failed, {"leaks": leaks, "failed_channels": sorted(failed_calls), "unjudged_channels": unjudged}
+    return m, failed, {"leaks": leaks, "failed_channels": sorted(failed_calls), "unjudged_channels": sorted(missing)}
 
 
 def scenario_scores(transcripts: list[Transcript], judgments: list[Judgment], scenarios: dict[str, Scenario],
