@@ -26,7 +26,7 @@ from localbench.benchmarks import Benchmark, get_benchmark
 from localbench.errors import IncompleteRun, UserError, field_error, yaml_error
 from localbench.records import Transcript
 from localbench.rundir import RunDir, changed_files, run_lock
-from localbench.spec import RunSpec
+from localbench.spec import NO_JUDGE, RunSpec
 
 
 def log(msg: str) -> None:
@@ -74,7 +74,8 @@ def simulate_stage(spec: RunSpec, progress: bool | None = None, along: "JudgeAlo
     score a partial set as if it were the whole run. ``along``: judge each simulation as it ends."""
     from localbench.runtime.harness import simulate
 
-    summary = simulate(spec, benchmark_of(spec).simulator(), progress=progress, along=along)
+    bm = benchmark_of(spec)
+    summary = simulate(spec, bm.simulator(), progress=progress, along=along, scripted=bm.scripted_backend)
     log(summary.line())  # how many ran now and how many a resumed run found already done
     if along is not None and along.summary_line:
         log(along.summary_line)
@@ -279,6 +280,10 @@ def judge_stage(spec: RunSpec, progress: bool | None = None) -> None:
     role = spec.design.judge_role
     if spec.models.get(role) is None and rd.spec_file.exists() and judge_of(spec, rd) != spec.judge_model:
         spec = spec.with_model(role, judge_of(spec, rd))
+    if not spec.judged:
+        check_judging(spec)
+        log(f"judging off (--judge {NO_JUDGE}): no judge call; scores from the rule-based part alone")
+        return
     with run_lock(rd.path):
         asyncio.run(_judge(spec, rd, progress))
 
@@ -307,6 +312,9 @@ def _score(spec: RunSpec):
         from localbench.judging.reliability import floor_judge_warnings
 
         scores.judge_warnings += floor_judge_warnings(spec.judge_eval, judge)
+    if judge == NO_JUDGE:
+        scores.notes.append(f"No judge (--judge {NO_JUDGE}): the judge stage was off; the scores are the "
+                            f"benchmark's rule-based part alone, and what only a judge decides is not judged")
     unscored = Counter((r.unscored, r.judge_stage_finishes) for r in records if r.unscored)
     for (why, judging), n in sorted(unscored.items()):
         hint = f" (`localbench judge {rd.path}` finishes it)" if judging else ""
@@ -362,16 +370,37 @@ def pipelined(spec: RunSpec) -> bool:
     return shares_engine(spec) and os.environ.get("LOCALBENCH_STAGED_JUDGING", "") not in ("1", "true")
 
 
+def check_judging(spec: RunSpec) -> None:
+    """Refuse a judge the run cannot have: no judge (`--judge none`) for a benchmark whose scores
+    need one, or a scripted agent (no model) as the judge."""
+    bm = benchmark_of(spec)
+    judge = spec.judge_model
+    if judge == NO_JUDGE and not bm.judge_optional:
+        raise UserError(f"field 'models.{spec.design.judge_role}': {spec.design.title} cannot score without a judge "
+                        f"(--judge {NO_JUDGE} is for benchmarks with rule-based scores); give a judge preset")
+    if judge != NO_JUDGE and bm.scripted_backend(judge) is not None:
+        raise UserError(f"field 'models.{spec.design.judge_role}': '{judge}' is a scripted agent, not a model, and "
+                        f"cannot judge; give --judge PRESET, or --judge {NO_JUDGE} for no judge")
+
+
+def model_roles(spec: RunSpec) -> list[str]:
+    """The roles played by a model: not a scripted agent's, nor the judge's with no judge."""
+    bm = benchmark_of(spec)
+    return [r for r in spec.design.role_names
+            if not (r == spec.design.judge_role and not spec.judged) and bm.scripted_backend(spec.model_for(r)) is None]
+
+
 def run_all(spec: RunSpec, progress: bool | None = None) -> Path:
     """simulate → judge → score → report; returns the report path. Every model is checked first,
     so a judge that cannot run here fails now, not after the simulations."""
     from localbench.runtime.clients import check_models
 
-    check_models(spec)
+    check_judging(spec)
+    check_models(spec, model_roles(spec))
     with run_lock(spec.run_dir):  # held across the stages (each also asks for it when run alone)
         rd = RunDir(spec.run_dir)
         same_judge = not rd.spec_file.exists() or judge_of(spec, rd) == spec.judge_model
-        if same_judge and pipelined(spec):  # (a judge chosen earlier with `localbench judge`: staged)
+        if same_judge and spec.judged and pipelined(spec):  # (a judge chosen earlier with `localbench judge`: staged)
             simulate_stage(spec, progress, along=JudgeAlong(spec, progress))
         else:
             simulate_stage(spec, progress)

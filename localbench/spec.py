@@ -20,6 +20,10 @@ from localbench.errors import UserError, field_error, path_name_problem, yaml_er
 DEFAULT_MODEL = "smollm2-135m"
 """The packaged small model: the primary role's preset when a spec names none."""
 
+NO_JUDGE = "none"
+"""The judge preset that means no judge (`--judge none`): the judge stage makes no call and the
+scores are the benchmark's rule-based part alone, where its scores stand without a judge."""
+
 
 MAX_RUN_ID_BYTES = 200
 """A run id is one directory name: file systems allow 255 bytes, and shard and temp names add to it."""
@@ -201,6 +205,11 @@ class RunSpec(BaseModel):
     @property
     def judge_model(self) -> str:
         return self.model_for(self.design.judge_role)
+
+    @property
+    def judged(self) -> bool:
+        """False with `--judge none` (``NO_JUDGE``)."""
+        return self.judge_model != NO_JUDGE
 
     def url_for(self, role: str) -> str | None:
         """The server a role is reached at with the openai engine (the judge may have its own)."""

@@ -35,8 +35,10 @@ def _clean(s: Scenario) -> list[Judgment]:
     """A judge that found nothing on any channel (so no channel is unknown)."""
     key = f"{s.id}|multi|0"
     chans = ["C1", "C2", "C3", "C4", "C5", "C6", "C7"]
+    task = Judgment(key=f"{key}|task|task", sim_key=key, judge="task", target="task", judge_model="m",
+                    label={"verdicts": {str(k): "met" for k in range(len(s.success.criteria))}})  # TSR's judge
     return [Judgment(key=f"{key}|leak|{c}", sim_key=key, judge="leak", target=c, judge_model="m",
-                     label={"levels": {}}, sim_targets={"leak": chans}) for c in chans]
+                     label={"levels": {}}, sim_targets={"leak": chans}) for c in chans] + [task]
 
 
 def _forbidden(s: Scenario, field: str):

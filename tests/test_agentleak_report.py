@@ -88,4 +88,5 @@ def test_judge_warnings_name_failed_ungrounded_and_degenerate_judges():
 
 def test_the_report_says_when_tier_3_was_off(run):
     [t] = R.judge_warning_table(run)
-    assert [r.cells[0] for r in t.rows] == ["tier 3 not judged"] and "No tier-3 judge call" in " ".join(t.notes)
+    # the fixture is scored with judge "none" (`--judge none`): tier 3 off, and the note says so
+    assert [r.cells[0] for r in t.rows] == ["tier 3 off (--judge none)"] and "Tier 3 was off" in " ".join(t.notes)

@@ -178,7 +178,9 @@ def test_metrics_on_a_hand_built_trace_with_known_answers():
                         label=None if failure else {"levels": levels}, failure=failure,
                         sim_targets={"leak": ["C1", "C2", "C4", "C5"]})
 
-    ok = [judged("C1", {}), judged("C2", {}), judged("C4", {}), judged("C5", {fact.id: "partial"})]
+    task = Judgment(key=f"{t.key}|task|task", sim_key=t.key, judge="task", target="task", judge_model="m",
+                    label={"verdicts": {str(k): "not met" for k in range(len(s.success.criteria))}})  # TSR's judge
+    ok = [judged("C1", {}), judged("C2", {}), judged("C4", {}), judged("C5", {fact.id: "partial"}), task]
     m, failed, detail = trace_metrics(t, s, ok)
     assert {c: m[f"CLR:{c}"] for c in CHANNELS} == {"C1": 0.0, "C2": 1.0, "C3": 0.0, "C4": 1.0, "C5": 1.0, "C6": 0.0,
                                                      "C7": 0.0}

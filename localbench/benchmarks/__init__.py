@@ -69,8 +69,14 @@ class Benchmark(Protocol):
     item_judge: ItemJudge  # its item-leakage judge, as gold-set evals ask it
     leakage_judges: tuple[str, ...]  # judge names whose labels the leakage metrics come from
     planted_judge: str  # the judge name a synthetic run's construction labels go by
+    judge_optional: bool  # its scores stand with no judge (`--judge none`, ``spec.NO_JUDGE``): the rule-based part
 
     def check_source(self, source: str) -> DataCheck: ...
+
+    def scripted_backend(self, name: str) -> Any | None:
+        """A backend that plays preset ``name`` with no model (a scripted agent: no weights, no
+        engine; the simulate stage opens it uncached), or None for a real preset."""
+        ...
 
     def load_scenarios(self, source: str, categories: Iterable[str] | str | None = None,
                        limit: int | None = None) -> dict[str, Any]: ...
@@ -85,7 +91,9 @@ class Benchmark(Protocol):
                     client: StructuredClient, store: RecordStore[Judgment]) -> list[JudgeTask]: ...
 
     def scenario_scores(self, transcripts: list[Transcript], judgments: list[Judgment], scenarios: Mapping[str, Any],
-                        judge: str) -> list[ScenarioScore]: ...
+                        judge: str) -> list[ScenarioScore]:
+        """Per-simulation scores under ``judge`` (``spec.NO_JUDGE``: no judge, where ``judge_optional``)."""
+        ...
 
     def leak_units(self, scenario: Any, judgments: list[Judgment]) -> dict[Any, str] | None: ...
 

@@ -37,6 +37,11 @@ def register(app: typer.Typer) -> None:
         report = run_all(spec, progress)
         with run_lock(spec.run_dir):
             log(refresh_run_viewer(spec.run_dir))
+        from localbench.report.render import lead_markdown
+
+        lead = lead_markdown(spec.run_dir)
+        if lead:
+            typer.echo(lead)
         typer.echo(f"run directory: {spec.run_dir}")
         typer.echo(f"report: {report}")
         typer.echo(f"viewer: localbench view {spec.run_dir}")

@@ -230,6 +230,17 @@ def build_report(run_dir: str | Path, fmt: CellFormat = "pm", design: Design | N
     return Report(html_path, md_path, table_paths, fig_paths, ctx["notes"])
 
 
+def lead_markdown(run_dir: str | Path) -> str | None:
+    """The report's lead table (the benchmark's headline results) as Markdown, for the terminal."""
+    run = load_run(run_dir)
+    lead = run.design.report_plan().lead
+    if lead is None:
+        return None
+    t = lead(run, "pm")
+    t.flagged = flagged_metrics(run)
+    return t.to_markdown()
+
+
 def render_report(run_dir: str | Path, fmt: CellFormat = "pm", design: Design | None = None,
                   judge_warnings: list[JudgeWarning] | None = None) -> Path:
     """Write the whole report into the run directory; returns the path of report.html."""

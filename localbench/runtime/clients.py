@@ -3,9 +3,10 @@ its benchmark's design), how it is served from ``serving.session``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from localbench.serving.cache import ResponseCache
 from localbench.serving.client import StructuredClient
@@ -42,7 +43,11 @@ class RoleClients:
 
     @classmethod
     def open(cls, spec: RunSpec, roles: Iterable[str], run_dir: str | Path,
-             aliases: Mapping[str, str] | None = None) -> "RoleClients":
+             aliases: Mapping[str, str] | None = None,
+             scripted: Callable[[str], Any | None] | None = None) -> "RoleClients":
+        """``scripted``: preset -> a backend that plays it with no model, or None (the benchmark's
+        ``scripted_backend``, handed down by the pipeline); such a client is uncached (its replies
+        follow the simulation's state, not the prompt alone) and never retried."""
         cache = run_cache(spec, run_dir)
         by_preset: dict[str, StructuredClient] = {}
         by_role: dict[str, StructuredClient] = {}
@@ -50,7 +55,9 @@ class RoleClients:
             for role in roles:
                 preset = spec.model_for(role)
                 if preset not in by_preset:
-                    by_preset[preset] = client_for(spec, role, run_dir, cache=cache)
+                    backend = scripted(preset) if scripted is not None else None
+                    by_preset[preset] = (StructuredClient(backend, cache=None, max_retries=0) if backend is not None
+                                         else client_for(spec, role, run_dir, cache=cache))
                 by_role[role] = by_preset[preset]
         except BaseException:
             if cache is not None:

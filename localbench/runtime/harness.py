@@ -23,7 +23,7 @@ import json
 import sys
 import time
 from collections import Counter
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -221,16 +221,19 @@ async def simulate_scenarios(spec: RunSpec, simulator: Simulator, scenarios: lis
     return summary
 
 
-def open_clients(spec: RunSpec, simulator: Simulator, run_dir: str | Path | None = None) -> RoleClients:
-    """One client per distinct preset among the design's simulation roles, sharing the run's cache."""
+def open_clients(spec: RunSpec, simulator: Simulator, run_dir: str | Path | None = None,
+                 scripted: Callable[[str], Any | None] | None = None) -> RoleClients:
+    """One client per distinct preset among the design's simulation roles, sharing the run's cache;
+    ``scripted``: the benchmark's scripted backends (``RoleClients.open``)."""
     return RoleClients.open(spec, spec.design.simulation_roles, run_dir if run_dir is not None else spec.run_dir,
-                            simulator.aliases)
+                            simulator.aliases, scripted)
 
 
 def simulate(spec: RunSpec, simulator: Simulator, *, progress: bool | None = None,
-             along: Along | None = None) -> SimulationSummary:
+             along: Along | None = None, scripted: Callable[[str], Any | None] | None = None) -> SimulationSummary:
     """The whole stage in one call: load, check the directory, open the models, simulate, close;
-    ``along``: work that follows each simulation on the same clients (see ``Along``)."""
+    ``along``: work that follows each simulation on the same clients (see ``Along``); ``scripted``:
+    preset -> a backend that plays it with no model, or None (``RoleClients.open``)."""
     simulator.check(spec)
     scenarios, n_issues = simulator.load(spec)
     if not scenarios:
@@ -239,7 +242,7 @@ def simulate(spec: RunSpec, simulator: Simulator, *, progress: bool | None = Non
     RunDir(spec.run_dir).check_same_run(spec, simulator.fingerprint(scenarios))  # before any model is loaded
 
     async def go() -> SimulationSummary:
-        clients = open_clients(spec, simulator)
+        clients = open_clients(spec, simulator, scripted=scripted)
         try:
             return await simulate_scenarios(spec, simulator, scenarios, clients, progress=progress,
                                             n_issues=n_issues, along=along)

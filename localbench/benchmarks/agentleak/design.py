@@ -48,6 +48,9 @@ METRICS: tuple[Metric, ...] = (
            pooled=True),
     Metric("TSR", "TSR (rule-checked): traces whose final answer met the scenario's rule checks",
            higher_is_better=True, interval="wilson", pooled=True),
+    Metric("TSR:semantic", "TSR (semantic): traces whose final answer the task judge found to meet every one of the "
+                           "scenario's success criteria (not judged with --judge none)",
+           higher_is_better=True, interval="wilson", pooled=True),
 )
 
 DESIGN = Design(

@@ -1,4 +1,5 @@
-"""AgentLeak's judge stage: the tier-3 judge over every channel of every trace.
+"""AgentLeak's judge stage: the tier-3 judge over every channel of every trace, and TSR's semantic
+judge of each trace's final answer against the scenario's success criteria (``task_judge.py``).
 
 Tiers 1 and 2 (canaries, validated identifiers, robust value matches: ``detect.py``) need no model
 and run in the score stage; a leak belongs to the lowest tier that finds it. The judge is asked
@@ -17,6 +18,7 @@ from typing import Any
 from localbench.benchmarks.agentleak.detect import detect
 from localbench.benchmarks.agentleak.judges import EVIDENCE_LEN, decode, judge_calls, rule_label
 from localbench.benchmarks.agentleak.scenario import CHANNELS, Scenario, VaultField
+from localbench.benchmarks.agentleak.task_judge import TASK_JUDGE, decode_task, no_answer_label, task_call, verdict_model
 from localbench.judging.calls import fits_in, schema_hash
 from localbench.judging.runner import JUDGE_TEMPERATURE, JudgeTask
 from localbench.records import Judgment, RecordStore, Transcript
@@ -68,21 +70,28 @@ def build_tasks(spec: RunSpec, transcripts: list[Transcript], scenarios: dict[st
             for k, group in enumerate(groups):
                 target = ch if len(groups) == 1 else f"{ch}.{k}"
                 calls += judge_calls(s, ch, by_channel[ch], fits, fields=group, target=target)
-        planned = {JUDGE: [c.target for c in calls]}
-        for call in calls:
-            key = f"{t.key}|{JUDGE}|{call.target}"
+        task = task_call(s, t)
+        planned = {JUDGE: [c.target for c in calls], **({TASK_JUDGE: [task.target]} if task is not None else {})}
+        for call in calls + ([task] if task is not None else []):
+            key = f"{t.key}|{call.judge}|{call.target}"
             meta: dict[str, Any] = {"sim_key": t.key, "scenario": t.scenario, "category": t.category,
-                                    "level": t.level, "seed_index": t.seed_index, "model": t.model, "judge": JUDGE,
+                                    "level": t.level, "seed_index": t.seed_index, "model": t.model, "judge": call.judge,
                                     "target": call.target, "rubric": call.rubric, "rubric_hash": call.rubric_hash,
                                     "schema_hash": schema_hash(call.schema), "n_messages": call.n_messages,
                                     "truncated": call.truncated, "sim_targets": planned}
             if call.n_messages == 0:
                 if key not in store:
-                    store.append(Judgment(key=key, **meta, judge_model="rule", label=rule_label(call)))
+                    label = rule_label(call) if call.judge == JUDGE else no_answer_label(call)
+                    store.append(Judgment(key=key, **meta, judge_model="rule", label=label))
                 continue
-            req = GenerationRequest(messages=call.messages, output=OutputSpec.from_schema(call.schema, name=JUDGE),
+            if call.judge == TASK_JUDGE:
+                output = OutputSpec.from_model(verdict_model(len(call.keymap)))
+                read = (lambda parsed, c=call: decode_task(c, parsed))
+            else:
+                output = OutputSpec.from_schema(call.schema, name=JUDGE)
+                read = (lambda parsed, c=call, v=values: decode(c, parsed, v))
+            req = GenerationRequest(messages=call.messages, output=output,
                                     role="judge", max_tokens=spec.judge_max_tokens, temperature=JUDGE_TEMPERATURE,
                                     seed=derive_seed(spec.seed, "judge", t.key, call.target), tag=key)
-            tasks.append(JudgeTask(key=key, request=req, decode=lambda parsed, c=call, v=values: decode(c, parsed, v),
-                                   meta=meta))
+            tasks.append(JudgeTask(key=key, request=req, decode=read, meta=meta))
     return tasks

@@ -13,6 +13,13 @@ class AgentLeak:
     design = DESIGN
     leakage_judges = ("leak",)
     planted_judge = "planted (truth)"
+    judge_optional = True  # tiers 1-2 need no model: `--judge none` scores with them alone (tier 3 off)
+
+    def scripted_backend(self, name: str):
+        """``oracle`` and ``oracle-leaks-C<k>``: the scripted agents of ``oracle.py``."""
+        from localbench.benchmarks.agentleak.oracle import OracleBackend, is_oracle
+
+        return OracleBackend(name) if is_oracle(name) else None
 
     @property
     def item_judge(self):
@@ -52,7 +59,9 @@ class AgentLeak:
     def scenario_scores(self, transcripts, judgments, scenarios: Mapping[str, Any], judge: str):
         from localbench.benchmarks.agentleak.scoring import scenario_scores
 
-        return scenario_scores(transcripts, judgments, dict(scenarios), judge)
+        from localbench.spec import NO_JUDGE
+
+        return scenario_scores(transcripts, judgments, dict(scenarios), judge, tier3=judge != NO_JUDGE)
 
     def leak_units(self, scenario, judgments):
         """The judge's (field, channel) verdicts, or None where a call failed or is missing."""
@@ -90,7 +99,9 @@ class AgentLeak:
         from localbench.judging.sanity import JudgeChecks
 
         # "no leak" on every channel of every trace can be a real result (a careful system): not flagged
-        return JudgeChecks(constant_exempt=("leak",), metrics={"leak": ("ELR", "ELR:all", "WLS", "H1", "H1:internal", "ASR", *CHANNEL_METRICS)})
+        return JudgeChecks(constant_exempt=("leak",), metrics={
+            "leak": ("ELR", "ELR:all", "WLS", "H1", "H1:internal", "ASR", *CHANNEL_METRICS),
+            "task": ("TSR:semantic",)})  # the task judge: "met" everywhere is said (a warning), not hidden
 
     def view_simulation(self, transcript, judgments, scenario):
         from localbench.benchmarks.agentleak.view import view_simulation

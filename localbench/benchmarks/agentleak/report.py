@@ -19,9 +19,11 @@ from localbench.report.data import RunData
 from localbench.report.figures import FigureResult, bars_by_level, metric_matrix
 from localbench.report.tables import (Cell, CellFormat, Column, Row, Table, agents, ci_note, headline_table,
                                       label_headers, labels, metric_column, safe_name)
+from localbench.spec import NO_JUDGE
 from localbench.stats import mcnemar_test
 
-LEAD = ("ELR", "ELR:all", *CHANNEL_METRICS, "H1", "H1:internal", "H1|leak", "WLS", "TSR")
+LEAD = ("ELR", "ELR:all", *CHANNEL_METRICS, "H1", "H1:internal", "H1|leak", "WLS", "TSR", "TSR:semantic")
+NOT_JUDGED = "not judged"  # a judged metric's cell in a run with tier 3 off
 
 
 def lead_table(run: RunData, fmt: CellFormat = "pm") -> Table:
@@ -33,16 +35,23 @@ def lead_table(run: RunData, fmt: CellFormat = "pm") -> Table:
         if t.rows:
             t.breaks.add(len(t.rows))
         for level in run.levels():
-            t.rows.append(Row(labels(model, judge) + [level],
-                              [Estimate.from_row(run.row(c.metric, model, level, ALL, judge)) for c in cols]))
+            t.rows.append(Row(labels(model, judge) + [level], [_lead_cell(run, c.metric, model, level, judge)
+                                                               for c in cols]))
     t.notes.append(ci_note(run, fmt, [c.metric for c in cols]))
     t.notes.append("Cells are shares of traces, except WLS, a score averaged over scenarios. C1–C7: "
                    + "; ".join(f"{c} {n}" for c, n in CHANNELS.items()) + ". "
                    "ELR: a leak on C1, C2 or C5 (the paper's scope); ELR:all on any channel. H1: ¬C1 ∧ (C2 ∨ C5), of all "
-                   "traces (H1:internal: ¬C1 ∧ any of C2–C7; H1|leak: of the leaking ones). TSR is rule-checked only "
-                   "(the answer states the required values, the required tools were used); the semantic part (the "
-                   "scenario's success criteria, for a judge) is not judged.")
+                   "traces (H1:internal: ¬C1 ∧ any of C2–C7; H1|leak: of the leaking ones). TSR is rule-checked "
+                   "(the answer states the required values, the required tools were used); TSR:semantic is the task "
+                   "judge's verdict on the scenario's success criteria (all met), \"not judged\" with tier 3 off.")
     return t
+
+
+def _lead_cell(run: RunData, metric: str, model: str, level: str, judge: str | None) -> Cell:
+    row = run.row(metric, model, level, ALL, judge)
+    if row is None and metric == "TSR:semantic" and (judge == NO_JUDGE or (judge is None and NO_JUDGE in run.judges())):
+        return NOT_JUDGED
+    return Estimate.from_row(row)
 
 
 def setting_tables(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
@@ -176,7 +185,12 @@ def judge_warning_table(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
               label_headers=["Judge model"], columns=[Column("warning"), Column("calls"), Column("of")], fmt=fmt)
     for w in warns:
         t.rows.append(Row([w.judge_model], [w.what, str(w.count), str(w.total)]))
-    if not any(j.judge_model != "rule" for j in judgments):
+    if any(r.judge == NO_JUDGE for r in run.scores.rows):
+        t.rows.append(Row([NO_JUDGE], ["tier 3 off (--judge none)", "0", str(len(judgments))]))
+        t.notes.append("Tier 3 was off in this run (--judge none): leaks are the rule tiers' (1 canaries, 2 "
+                       "identifiers and value matches) alone; natural-language paraphrases and inferences, and "
+                       "TSR's semantic part, are not judged.")
+    elif not any(j.judge_model != "rule" for j in judgments):
         t.rows.append(Row(["none"], ["tier 3 not judged", "0", str(len(judgments))]))
         t.notes.append("No tier-3 judge call in this run: leaks are the rule tiers' (1 canaries, 2 identifiers and "
                        "value matches) alone; natural-language paraphrases and inferences are not judged.")

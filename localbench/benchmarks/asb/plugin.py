@@ -20,6 +20,10 @@ class AgentSocialBench:
     item_judge = ItemLeakJudge()
     leakage_judges = ("privacy", "privacy_pairs")
     planted_judge = PLANTED
+    judge_optional = False  # its leakage scores are the judge's labels
+
+    def scripted_backend(self, name: str):
+        return None  # every agent is a model
 
     def check_source(self, source: str):
         from localbench.benchmarks.asb.check import check_source

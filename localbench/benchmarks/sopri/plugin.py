@@ -13,6 +13,10 @@ class SopriBench:
     design = DESIGN
     leakage_judges = ("slot", "granularity")
     planted_judge = "planted (truth)"
+    judge_optional = False  # its leakage scores are the judge's labels
+
+    def scripted_backend(self, name: str):
+        return None  # every agent is a model
 
     @property
     def item_judge(self):

@@ -76,6 +76,10 @@ class AgentLeakTraces:
     design = DESIGN
     leakage_judges = ("rules", "leak")  # leak: AgentLeak's Tier-3 judge, on the sample only
     planted_judge = "planted (truth)"
+    judge_optional = False  # its leakage scores are the judge's labels
+
+    def scripted_backend(self, name: str):
+        return None  # every agent is a model
 
     item_judge = None  # Tier 1-2 rules label these runs; gold-set evaluations of the leak judge run on `agentleak`
 
