@@ -42,6 +42,7 @@ class Axis:
     values: tuple[str, ...] = ()  # known values in display order; others follow in first-seen order
     default: tuple[str, ...] = ()  # condition axis: the levels a spec without `levels` runs
     flag: str = ""  # condition axis: the benchmark's own name for `--levels` (`--attackers`), an alias
+    help: str = ""  # condition axis: what its values are, for `localbench run --help`
 
     def order(self, seen: list[str]) -> list[str]:
         """``seen`` values in this axis's display order, unknown ones after in their own order."""

@@ -16,15 +16,33 @@ SpecFile = Annotated[Optional[Path], typer.Option("--spec", help="RunSpec YAML; 
 Scenarios = Annotated[Optional[str], typer.Option("--scenarios", help="builtin | DIR | hf:NAME")]
 Categories = Annotated[Optional[str], typer.Option("--categories", help="comma list of the benchmark's categories (default all)")]
 Benchmark = Annotated[Optional[str], typer.Option("--benchmark", help="the benchmark to run (default asb)")]
-Levels = Annotated[Optional[str], typer.Option(
-    "--levels", help="comma list of the benchmark's levels: values of its condition axis, e.g. privacy levels. "
-                     "Default: with --spec, the spec's; `run` without --spec, its embedded default's (asb: L0,L2; "
-                     "agentleak: single,multi; sopri: single,text); `simulate` without --spec, the benchmark's "
-                     "default levels. `localbench data design` lists every level and the defaults. "
-                     "SopriBench's levels are its attackers, also given as --attackers: single, text, post, "
-                     "selfdisc, abductive, abductive-no-PART (ablations; PART: perceiver, hypothesizer, "
-                     "investigator, verifier, graph), oracle, none, majority (reference attackers: no model), each optionally "
-                     "+sanitized (the defense)")]
+
+
+def _levels_help() -> str:
+    """--levels' help from the registered benchmarks' own declarations (embedded default levels,
+    the condition axis's flag and what its values are), so it names no benchmark itself."""
+    from localbench.design import design_of, registered
+
+    defaults, aliases = [], []
+    for name in registered():
+        try:
+            d = design_of(name)
+        except Exception:  # noqa: BLE001 - a broken plug-in is reported where it is used, not in --help
+            continue
+        levels = d.embedded_default.get("levels")
+        if levels:
+            defaults.append(f"{name}: {','.join(levels)}")
+        ax = d.condition
+        if ax.flag:
+            aliases.append(f"{d.title}'s levels are its {ax.label.lower()}s, also given as --{ax.flag}"
+                           + (f": {ax.help}" if ax.help else ""))
+    return ("comma list of the benchmark's levels: values of its condition axis, e.g. privacy levels. "
+            f"Default: with --spec, the spec's; `run` without --spec, its embedded default's ({'; '.join(defaults)}); "
+            "`simulate` without --spec, the benchmark's default levels. `localbench data design` lists every "
+            "level and the defaults. " + " ".join(aliases))
+
+
+Levels = Annotated[Optional[str], typer.Option("--levels", help=_levels_help())]
 Agent = Annotated[Optional[str], typer.Option("--agent", help="model preset under test (the benchmark's first role)")]
 Judge = Annotated[Optional[str], typer.Option("--judge", help="model preset that judges (default: the agent's)")]
 Model = Annotated[Optional[list[str]], typer.Option(

@@ -8,7 +8,7 @@ first, so every other attacker, ablation and defense is compared with the tool-u
 
 from __future__ import annotations
 
-from localbench.benchmarks.sopri.attack import ATTACKER_ORDER
+from localbench.benchmarks.sopri.attack import ABLATIONS, ATTACKER_ORDER, DEFENSES, REFERENCE
 from localbench.benchmarks.sopri.scenario import DIFFICULTIES, DIMENSIONS
 from localbench.design import Axis, Design, Metric, Role
 
@@ -35,13 +35,19 @@ METRICS: tuple[Metric, ...] = (
            higher_is_better=True, pooled=True),
 )
 
+ATTACKERS_HELP = (
+    ", ".join(a for a in ATTACKER_ORDER if not a.startswith("abductive-no-") and a not in REFERENCE)
+    + f", abductive-no-PART (ablations; PART: {', '.join(ABLATIONS)}), {', '.join(REFERENCE)} (reference attackers: "
+    + "no model), each optionally " + ", ".join(f"+{d}" for d in DEFENSES) + " (the defense)")
+"""The attackers as `localbench run --help` lists them (ablations folded into one pattern)."""
+
 DESIGN = Design(
     name="sopri",
     title="SopriBench",
     axes=(
         Axis("cohort", "Cohort", "category", values=COHORTS),
         Axis("attacker", "Attacker", "condition", values=ATTACKER_ORDER, default=DEFAULT_ATTACKERS,
-             flag="attackers"),
+             flag="attackers", help=ATTACKERS_HELP),
     ),
     roles=(
         Role("attacker", "the attacker under test: profiles each user from their posts (a VLM sees the images)"),
