@@ -25,6 +25,7 @@ memory and cores two at once would not have. Every other test is grouped with it
 module-scoped fixture (an engine, a finished run) is built once, on one worker, as without xdist."""
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups into the node ids
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("xdist_group") is not None:

@@ -50,8 +50,8 @@ def test_the_spec_and_flags_take_their_meaning_from_the_design(tmp_path):
     assert spec.models == {"teller": "smollm2-135m", "grader": None}
     assert spec.with_model("teller", "tiny-random").judge_model == "tiny-random"  # the grader defaults to the teller
     assert spec.max_rounds_for("trip") == 2
-    with pytest.raises(SpecError, match="no role 'agent'"):
-        load_spec(None, benchmark="toy", **{"models.agent": "x"})
+    with pytest.warns(UserWarning, match="no role 'agent'"):  # `agent` names the primary role, with a note
+        assert load_spec(None, benchmark="toy", **{"models.agent": "x"}).models["teller"] == "x"
     with pytest.raises(SpecError, match="'CD' is not a topic of Toy secret-keeping"):
         load_spec(None, benchmark="toy", max_rounds={"CD": 3})
     with pytest.raises(SpecError, match="at least one tone is required"):

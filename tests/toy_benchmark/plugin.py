@@ -218,6 +218,11 @@ class ToySecrets:
     item_judge = ToyItemJudge()
     leakage_judges = ("secret",)
     planted_judge = "planted (truth)"
+    judge_optional = False  # its scores need the grader
+
+    def scripted_backend(self, name: str):
+        """No scripted players: every role is a model."""
+        return None
 
     def check_source(self, source: str) -> ToyCheck:
         secrets = load(source)
