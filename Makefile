@@ -13,12 +13,13 @@ install:
 run: install
 	$(VENV)/bin/localbench run
 
-# -n auto: one worker per core for every test but the Slurm ones; those share one single-node cluster
-# and run after, in one process (exit 5, none selected, is not a failure there); --durations=30: the
-# slowest tests, to keep CI under 30 minutes.
+# -n auto --dist loadfile: one worker per core, each test file on one worker (a module's fixture, an
+# engine or a finished run, is built once), each worker computing on one thread (tests/conftest.py).
+# The Slurm tests share one single-node cluster and run after, in one process (exit 5, none selected,
+# is not a failure there); --durations=30: the slowest tests, to keep CI under 30 minutes.
 PYTEST = HF_HUB_OFFLINE=1 $(VENV)/bin/python -m pytest -q -p no:cacheprovider --timeout=1200 -ra
 test: install
-	$(PYTEST) -n auto --dist loadgroup -m "not slurm" --durations=30 $(PYTEST_ARGS); a=$$?; \
+	$(PYTEST) -n auto --dist loadfile -m "not slurm" --durations=30 $(PYTEST_ARGS); a=$$?; \
 	$(PYTEST) -m slurm $(PYTEST_ARGS); b=$$?; [ $$b -eq 5 ] && b=0; \
 	[ $$a -eq 0 ] && [ $$b -eq 0 ]
 

@@ -14,25 +14,26 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+
+def _one_core_per_xdist_worker() -> None:
+    """Under `pytest -n N`, each worker (and every engine or CLI process it starts) computes on one
+    thread, pinned to its own core for vLLM. torch's default is a thread per core in every process;
+    two workers each spinning two OpenMP threads on two cores ran a SmolLM2 simulation 2.9x slower
+    than one thread each (117 s against 41 s, measured in bench/ci_times.md). Set before torch is
+    imported, so the env reaches torch here and in every subprocess."""
+    worker, count = os.environ.get("PYTEST_XDIST_WORKER"), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if not worker or count < 2:
+        return
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = "1"
+    index = int(worker.removeprefix("gw") or 0)
+    os.environ["VLLM_CPU_OMP_THREADS_BIND"] = str(index % (os.cpu_count() or 1))
+
+
+_one_core_per_xdist_worker()
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
-
-
-XDIST_GROUPS = {"slurm": "slurm-cluster", "vllm": "vllm-cpu"}
-"""Under pytest-xdist (`make test` runs ``-n auto --dist loadgroup``), tests with these marks run on
-one worker, one after another: they share one Slurm cluster, or each starts a vLLM engine whose
-memory and cores two at once would not have. Every other test is grouped with its file, so a
-module-scoped fixture (an engine, a finished run) is built once, on one worker, as without xdist."""
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups into the node ids
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        group = next((g for mark, g in XDIST_GROUPS.items() if item.get_closest_marker(mark) is not None),
-                     item.nodeid.split("::")[0])
-        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")

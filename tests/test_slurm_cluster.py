@@ -26,7 +26,7 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-pytestmark = [pytest.mark.slurm, pytest.mark.xdist_group("slurm-cluster"), pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slurm, pytest.mark.timeout(900)]
 
 LOCALBENCH = str(Path(sys.prefix) / "bin" / "localbench")
 EXAMPLE = Path(__file__).resolve().parent.parent / "slurm" / "examples" / "cpu-test-queue.yaml"

@@ -27,7 +27,7 @@ from test_slurm_cluster import (  # noqa: F401  (cluster, model_ready, _cancel_l
     spec_dict, status, submit, wait_for, write_spec,
 )
 
-pytestmark = [pytest.mark.slurm, pytest.mark.xdist_group("slurm-cluster"), pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slurm, pytest.mark.timeout(900)]
 
 
 def _log(run: Path, name: str) -> str:

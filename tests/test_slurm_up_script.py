@@ -17,7 +17,7 @@ import pytest
 
 from test_slurm_cluster import own_cluster_problem
 
-pytestmark = [pytest.mark.slurm, pytest.mark.xdist_group("slurm-cluster"), pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.slurm, pytest.mark.timeout(300)]
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "slurm-up.sh"
 LOCK = Path("/var/lib/dpkg/lock-frontend")
