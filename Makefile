@@ -14,14 +14,12 @@ run: install
 	$(VENV)/bin/localbench run
 
 # -n auto --dist loadfile: one worker per core, each test file on one worker (a module's fixture, an
-# engine or a finished run, is built once), each worker computing on one thread (tests/conftest.py).
-# The Slurm tests share one single-node cluster and run after, in one process (exit 5, none selected,
-# is not a failure there); --durations=30: the slowest tests, to keep CI under 30 minutes.
+# engine or a finished run, is built once), each worker computing on one thread; the Slurm-cluster
+# files run as one unit, first, beside the rest (tests/conftest.py). --durations=30: the slowest
+# tests, to keep CI under 30 minutes.
 PYTEST = HF_HUB_OFFLINE=1 $(VENV)/bin/python -m pytest -q -p no:cacheprovider --timeout=1200 -ra
 test: install
-	$(PYTEST) -n auto --dist loadfile -m "not slurm" --durations=30 $(PYTEST_ARGS); a=$$?; \
-	$(PYTEST) -m slurm $(PYTEST_ARGS); b=$$?; [ $$b -eq 5 ] && b=0; \
-	[ $$a -eq 0 ] && [ $$b -eq 0 ]
+	$(PYTEST) -n auto --dist loadfile --durations=30 $(PYTEST_ARGS)
 
 bench: install
 	$(VENV)/bin/python bench/engine_throughput.py

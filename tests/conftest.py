@@ -32,6 +32,62 @@ def _one_core_per_xdist_worker() -> None:
 
 _one_core_per_xdist_worker()
 
+SLURM_CLUSTER_FILES = ("tests/test_slurm_cluster.py", "tests/test_slurm_cluster_hardening.py",
+                       "tests/test_slurm_up_script.py")
+"""The test files that use the one single-node Slurm cluster (mark ``slurm``): under xdist they run
+as one unit, one test after another on one worker, first (tests/test_xdist_schedule.py keeps this
+list equal to the files carrying the mark)."""
+
+
+def _unit(nodeid: str) -> str:
+    """The unit of xdist scheduling a test belongs to: its file, or the one Slurm-cluster unit."""
+    path = nodeid.split("::", 1)[0]
+    return "slurm-cluster" if path in SLURM_CLUSTER_FILES else path
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` with the Slurm-cluster files as one unit, in the order the workers
+    collected (``pytest_collection_modifyitems`` below: the Slurm unit first).
+
+    Every other file is one unit, as in xdist's loadfile (a module's fixture, an engine or a
+    finished run, is built once). The Slurm unit is the longest (about 7 minutes, mostly waiting on
+    the cluster), so it starts at once on one worker while the others share the rest, instead of
+    running as a serial phase after them."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SlurmFirstFileScheduling(LoadFileScheduling):
+        def __init__(self, config, log=None):
+            super().__init__(config, log)
+            config.option.loadscopereorder = False  # the workers' collection order is the plan
+
+        def _split_scope(self, nodeid: str) -> str:
+            return _unit(nodeid)
+
+    return SlurmFirstFileScheduling(config, log)
+
+
+MODEL_FIXTURES = ("smollm2_dir", "tiny_dir")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under xdist, every worker orders its collection the same way, longest units first so that
+    none is left running alone at the end: the Slurm unit, then units by weight, a test that loads
+    a model (a model fixture, an engine) weighing ten and any other one (xdist's own reorder by
+    test count, which the scheduler above turns off, put the few long end-to-end files last). Each
+    unit's tests keep their file order. Without xdist the order is left alone."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    weight: dict[str, int] = {}
+    for item in items:
+        heavy = item.get_closest_marker("vllm") or any(f in item.fixturenames for f in MODEL_FIXTURES)
+        weight[_unit(item.nodeid)] = weight.get(_unit(item.nodeid), 0) + (10 if heavy else 1)
+    order = sorted(weight, key=lambda u: (u != "slurm-cluster", -weight[u]))
+    rank = {u: i for i, u in enumerate(order)}
+    items.sort(key=lambda item: rank[_unit(item.nodeid)])
+
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 
