@@ -106,11 +106,13 @@ def main() -> None:
     p.add_argument("--max-rounds", type=int, default=None)
     p.add_argument("--low", type=int, default=3, help="a request count at or below which the engine is in a tail")
     p.add_argument("--arms", default="staged,pipelined")
+    p.add_argument("--keep", type=Path, default=None,
+                   help="write each arm's run directory under this folder and keep it (default: a temporary one)")
     args = p.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     with tempfile.TemporaryDirectory() as d:
         for mode in args.arms.split(","):
-            print(json.dumps(one_arm(mode, args, Path(d) / mode)), flush=True)
+            print(json.dumps(one_arm(mode, args, (args.keep or Path(d)) / mode)), flush=True)
 
 
 if __name__ == "__main__":
