@@ -41,6 +41,16 @@ def templates_hash() -> str:
     return h.hexdigest()
 
 
+def given_run(run: Path) -> str:
+    """What a given RUN_DIR was: its name, and the benchmark, agent and time its spec.yaml records."""
+    import yaml
+
+    doc = yaml.safe_load((run / "spec.yaml").read_text()) or {}
+    spec = doc.get("spec", {})
+    return (f"given: {run.name} ({spec.get('benchmark')}, scenarios {spec.get('scenarios')}, "
+            f"agent {spec.get('models', {}).get('agent')}, created {doc.get('created')})")
+
+
 def main() -> None:
     if chromium_path() is None:
         sys.exit("needs Debian's chromium (apt-get install chromium) and playwright (make install)")
@@ -81,7 +91,7 @@ def main() -> None:
             page.screenshot(path=str(OUT / "viewer-compare.png"))
             browser.close()
     MANIFEST.write_text(json.dumps({"templates_sha256": templates_hash(), "templates": list(TEMPLATES),
-                                    "run": "a fresh embedded default" if len(sys.argv) == 1 else f"given: {run.name}"},
+                                    "run": "a fresh embedded default" if len(sys.argv) == 1 else given_run(run)},
                                    indent=2) + "\n")
     print(f"screenshots written to {OUT}")
 
