@@ -184,7 +184,7 @@ def write_readme(run_dir: Path, out: Path, t_import: float | None, t_score: floa
         "- The traces include upstream runs whose every LLM call failed (termination `upstream_calls_failed` in the "
         "run); upstream scores them as no leak, and so do (b), (c) and (d) here, since their messages hold no vault value.",
         f"- The scoring time above is wall-clock, load average {os.getloadavg()[0]:.1f} when the README was written "
-        f"(the machine's {os.cpu_count()} cores shared with other jobs)"
+        f"on a machine with {os.cpu_count()} cores (a load above that count means other jobs shared them)"
         + (f"; the scoring took {cpu_score:.0f} CPU-seconds (user + system, every worker process)." if cpu_score
            else "."),
         "- Tier 3 (an LLM judge) is not part of this study's numbers: it runs on a stratified sample of channel "
