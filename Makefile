@@ -17,9 +17,9 @@ run: install
 # engine or a finished run, is built once), each worker computing on one thread; the Slurm-cluster
 # files run as one unit, first, beside the rest (tests/conftest.py). --durations=30: the slowest
 # tests, to keep CI under 30 minutes.
-PYTEST = HF_HUB_OFFLINE=1 $(VENV)/bin/python -m pytest -q -p no:cacheprovider --timeout=1200 -ra
 test: install
-	$(PYTEST) -n auto --dist loadfile --durations=30 $(PYTEST_ARGS)
+	HF_HUB_OFFLINE=1 $(VENV)/bin/python -m pytest -q -p no:cacheprovider --timeout=1200 -ra -n auto --dist loadfile \
+		--durations=30 $(PYTEST_ARGS)
 
 bench: install
 	$(VENV)/bin/python bench/engine_throughput.py

@@ -45,7 +45,9 @@ def given_run(run: Path) -> str:
     """What a given RUN_DIR was: its name, and the benchmark, agent and time its spec.yaml records."""
     import yaml
 
-    doc = yaml.safe_load((run / "spec.yaml").read_text()) or {}
+    from localbench.rundir import RunDir
+
+    doc = yaml.safe_load(RunDir(run).spec_file.read_text()) or {}
     spec = doc.get("spec", {})
     return (f"given: {run.name} ({spec.get('benchmark')}, scenarios {spec.get('scenarios')}, "
             f"agent {spec.get('models', {}).get('agent')}, created {doc.get('created')})")
