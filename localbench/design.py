@@ -63,6 +63,8 @@ class Role:
     default: str | None = None
     judge: bool = False  # the judge stage's model (exactly one role)
     simulation: bool = True  # opened by the simulate stage (the judge role is not)
+    rules: Mapping[str, str] = field(default_factory=dict)
+    """Judges that need no model (name -> what it does): ``--judge NAME`` sets ``extra.judge``, not a preset."""
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,7 @@ def builtin():
 
 
 def test_builtin_suite_covers_the_benchmark(builtin):
-    # the D4 rule's warnings are the suite's known defect (issue 30, docs/sopri.md Departures): anything else fails
-    assert len(builtin.users) >= 10 and not [i for i in builtin.issues if i.code != "d4_single_post"]
+    assert len(builtin.users) >= 10 and not builtin.issues
     types, diffs = Counter(), Counter()
     for u in builtin.users:
         assert len(u.posts) >= 10
@@ -141,7 +140,8 @@ def test_shipped_suite_is_the_generators_output(tmp_path):
     gen.generate_users(gen.SUITE_N, gen.SUITE_SEED, tmp_path)
     made = {p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file()}
     shipped = {p.relative_to(BUILTIN_DIR) for p in BUILTIN_DIR.rglob("*") if p.is_file()} - {Path("README.md")}
-    assert made == shipped, "scenarios/sopri-mini is stale: python -m localbench.benchmarks.sopri.generate --out " \
+    assert made == shipped, "scenarios/sopri-mini is stale: rm -rf scenarios/sopri-mini/users; python -m " \
+                            "localbench.benchmarks.sopri.generate --out " \
                             "scenarios/sopri-mini --overwrite"
     _, mismatch, errors = filecmp.cmpfiles(tmp_path, BUILTIN_DIR, [str(p) for p in made], shallow=False)
     assert not mismatch and not errors, f"stale files in scenarios/sopri-mini: {mismatch[:5]}"
@@ -245,15 +245,19 @@ def test_model_captions_keep_cues_or_fall_back(tmp_path, tiny_dir):
     (u,) = load_users(tmp_path / "m").users
     note = u.generator["captions"]
     assert note.startswith("model tiny-random: ") and u.generator["prompt_hash"]
-    template = {p.id: p.caption for p in gen._draft(0, 5).user.posts}
+    from localbench.benchmarks.sopri.captions import SentenceLedger
+
+    draft = gen._draft(0, 5, SentenceLedger())
+    template = {p.id: p.caption for p in draft.user.posts}
     for entry in note.split(": ", 1)[1].split(", "):
         pid, how = entry.split("=")
         post = u.post(pid)
         if how.startswith("template"):
             assert post.caption == template[pid]
         else:
-            keep = gen._draft(0, 5).keep[pid]
+            keep = draft.keep[pid]
             assert all(k.lower() in post.caption.lower() for k in keep)
+    assert not [i for i in load_users(tmp_path / "m").issues if i.code == "cue_not_found"]  # spans follow the rewrite
 
 
 def _d4_user(second_caption: str):

@@ -76,16 +76,25 @@ def _pes(run_dir) -> dict[str, float | None]:
     return {k: sum(v) / len(v) for k, v in out.items()}
 
 
+def test_judge_exact_is_a_rule_judge_of_sopri_only():
+    """`--judge exact` names SopriBench's model-free judge (declared on its judge role); for a benchmark
+    without one it stays a model preset name."""
+    from localbench.commands.spec_flags import spec_from_flags
+
+    sopri = spec_from_flags(None, benchmark="sopri", judge="exact", embedded=True)
+    assert sopri.extra.get("judge") == "exact" and sopri.models.get("judge") != "exact"
+    asb = spec_from_flags(None, benchmark="asb", judge="exact", embedded=True)
+    assert asb.models.get("judge") == "exact" and "judge" not in asb.extra
+
+
 def test_oracle_none_and_majority_through_the_real_run(tmp_path):
-    """The real CLI, exact judge: oracle 1.0 on every user, none 0, majority the floor row in the report."""
-    spec = {"benchmark": "sopri", "scenarios": "builtin", "levels": ["oracle", "none", "majority"],
-            "models": {"attacker": "tiny-random"}, "limit": 2, "extra": {"judge": "exact"},
-            "out": str(tmp_path), "run_id": "ref"}
-    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
-    res = subprocess.run([sys.executable, "-m", "localbench.cli", "run", "--spec", str(tmp_path / "spec.yaml")],
-                         capture_output=True, text=True, timeout=600)
+    """The real CLI, `--judge exact`: oracle 1.0 on every user, none 0, majority the floor row in the report."""
+    res = subprocess.run([sys.executable, "-m", "localbench.cli", "run", "--benchmark", "sopri", "--attackers",
+                          "oracle,none,majority", "--judge", "exact", "--agent", "tiny-random", "--limit", "2",
+                          "--out", str(tmp_path), "--run-id", "ref"], capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     run = tmp_path / "ref"
+    assert yaml.safe_load((run / "spec.yaml").read_text())["spec"]["extra"]["judge"] == "exact"
     scores = [json.loads(x) for x in (run / "scenario_scores.jsonl").read_text().splitlines() if x.strip()]
     pes: dict[str, list[float]] = {}
     for s in scores:

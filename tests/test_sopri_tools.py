@@ -220,10 +220,16 @@ def _shipped_images():
             if img.text.strip()]
 
 
+def _region(u, img):
+    """The region a leak's cue gives for the image (its text may be too small to read in the whole
+    frame: that is what the crop tool is for); None for the whole image."""
+    return next((c.box for a in u.leaked for c in a.leak.cues if c.file == img.file and c.at == "image"), None)
+
+
 def test_ocr_reads_the_shipped_suite(reader):
     found = _shipped_images()
     assert found, "the shipped suite has no image with planted text"
-    shares = [share_read(img.text, reader.read_file(u.image_path(img))) for u, img in found]
+    shares = [share_read(img.text, reader.read(u.image_path(img).read_bytes(), _region(u, img))) for u, img in found]
     low = [(u.id, img.file, round(s, 2)) for (u, img), s in zip(found, shares) if s < 0.5]
     assert sum(shares) / len(shares) >= 0.85 and not low, low
 

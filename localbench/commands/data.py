@@ -117,7 +117,9 @@ def register(app: typer.Typer) -> None:
         for c in ("role", "plays", "defaults to"):
             roles.add_column(c)
         for r in d.roles:
-            roles.add_row(r.name + (" (judge)" if r.judge else ""), r.description, r.default or "the packaged model")
+            rules = "".join(f"; --judge {k}: {v}" for k, v in r.rules.items())
+            roles.add_row(r.name + (" (judge)" if r.judge else ""), r.description + rules,
+                          r.default or "the packaged model")
         con.print(roles)
         metrics = Table(title="metrics")
         for c in ("metric", "better", "headline of", "description"):

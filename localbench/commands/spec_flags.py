@@ -44,7 +44,9 @@ def _levels_help() -> str:
 
 Levels = Annotated[Optional[str], typer.Option("--levels", help=_levels_help())]
 Agent = Annotated[Optional[str], typer.Option("--agent", help="model preset under test (the benchmark's first role)")]
-Judge = Annotated[Optional[str], typer.Option("--judge", help="model preset that judges (default: the agent's)")]
+Judge = Annotated[Optional[str], typer.Option("--judge", help="model preset that judges (default: the agent's), or a "
+                                                             "judge that needs no model where the benchmark has one "
+                                                             "(`localbench data design` lists them)")]
 Model = Annotated[Optional[list[str]], typer.Option(
     "--model", help="ROLE=PRESET: the preset that plays one of the benchmark's roles (repeatable)")]
 Engine = Annotated[Optional[str], typer.Option("--engine", help="auto | hf | vllm | openai")]
@@ -89,7 +91,11 @@ def _roles(spec_file: Optional[Path], benchmark: Optional[str], agent: Optional[
         return {}
     name = benchmark or (load_spec(spec_file).benchmark if spec_file is not None else DEFAULT_BENCHMARK)
     d = design_of(name)
-    out: dict[str, Any] = {f"models.{d.primary_role}": agent, f"models.{d.judge_role}": judge}
+    out: dict[str, Any] = {f"models.{d.primary_role}": agent}
+    if judge is not None and judge in d.role(d.judge_role).rules:  # a rule judge, e.g. an exact matcher: no model
+        out["extra.judge"] = judge
+    else:
+        out[f"models.{d.judge_role}"] = judge
     for item in model or []:
         role, sep, preset = item.partition("=")
         if not sep or not role.strip() or not preset.strip():

@@ -2,16 +2,20 @@
 
 Unlike ``load_users``, which stops at the first bad user, this loads each user record on its own so
 one run reports every failure, and groups the warnings (``loaders.CODES``: a leak citing posts that
-do not carry its cue, a text-bearing image with no planted text, ...) by field and kind. Categories
+do not carry its cue, a label its cues do not support, an image cue OCR cannot read, ...) by field and
+kind. Categories
 are cohorts; "private items" are the user's leaked attributes and "people" are users.
 """
 
 from __future__ import annotations
 
 from localbench.benchmarks.sopri.design import COHORTS
-from localbench.benchmarks.sopri.loaders import documents, load_document
+from localbench.benchmarks.sopri.labels import read_image_cues
+from localbench.benchmarks.sopri.loaders import Document, documents, load_document
+from localbench.benchmarks.sopri.ocr import OcrReader
 from localbench.benchmarks.sopri.scenario import User
-from localbench.scenario_files import CheckReport, Tally, check_records
+from localbench.paths import cache_dir
+from localbench.scenario_files import CheckReport, LoadIssue, Tally, check_records
 
 
 def tally(user: User) -> Tally:
@@ -19,6 +23,13 @@ def tally(user: User) -> Tally:
 
 
 def check_source(source: str) -> CheckReport:
-    """Load each user of a source independently; a duplicate user id fails the later record."""
+    """Load each user of a source independently; a duplicate user id fails the later record. Each
+    image cue's text is read back by OCR (cached under the cache folder, as a run's reads are)."""
+    reader = OcrReader(folder=cache_dir() / "ocr")
+
+    def load(doc: Document) -> tuple[User, list[LoadIssue]]:
+        user, issues = load_document(doc)
+        return user, [*issues, *read_image_cues(user, doc.file, reader)]
+
     docs, skipped = documents(source)
-    return CheckReport(str(source), check_records(docs, load_document), tally, COHORTS, skipped)
+    return CheckReport(str(source), check_records(docs, load), tally, COHORTS, skipped)

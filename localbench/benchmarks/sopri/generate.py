@@ -2,10 +2,15 @@
 
 ``generate_users(n, seed, out)`` writes ``out/users/<id>/user.yaml`` with the user's PNGs beside it,
 and ``out/sandbox/`` (``gazetteer.csv``, ``documents.jsonl``: the fixed fictional world of
-``world.py``). User ``i`` depends only on ``(seed, i)``, so ``n`` users are a prefix of ``n + k``,
+``world.py``). User ``i`` depends only on ``(seed, i)`` and on the sentences of users before it (no
+caption sentence is shared between users, ``captions``), so ``n`` users are a prefix of ``n + k``,
 and the same seed gives the same files byte for byte (on one Pillow and PyYAML version). The shipped
 suite scenarios/sopri-mini/ is exactly ``generate_users(SUITE_N, SUITE_SEED, ...)``; a test
 regenerates it and fails if the committed files are stale.
+
+Every leak records its cues, each pinned to a post (a caption span, a tag, the image text and its
+region, a metadata value, the timestamp, the IP region), and a one-line inference chain, so that
+``localbench data check`` can verify each label mechanically.
 
 Captions come from templates. With ``model=PRESET`` a local model rewrites each post's caption under
 a JSON-schema grammar (prompts/gen_caption.j2); a rewrite that drops a planted cue phrase is refused
@@ -27,11 +32,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from localbench.benchmarks.sopri import images as img
+from localbench.benchmarks.sopri.captions import SentenceLedger, variants
 from localbench.benchmarks.sopri.sensitivity import sensitivity_of
 from localbench.benchmarks.sopri.scenario import (
     SLOT_LIST,
     Attribute,
     Leak,
+    LeakCue,
     Post,
     PostImage,
     User,
@@ -47,21 +54,29 @@ from localbench.benchmarks.sopri.world import documents_jsonl, gazetteer_csv, wo
 from localbench.scenario_files import ScenarioError
 
 GENERATOR = "localbench.sopri.generate"
-GENERATOR_VERSION = "2"  # 2: contextual sensitivity from the declared table (sensitivity.py), no random noise
+GENERATOR_VERSION = "3"  # 2: contextual sensitivity from the declared table (sensitivity.py), no random noise;
+# 3: cue annotations (Leak.cues, Leak.chain), photo-like images, no caption sentence shared between users
 SUITE_N, SUITE_SEED = 12, 2026  # the shipped suite scenarios/sopri-mini/
 N_POSTS = 10
 CUE_POSTS = 8  # posts that may carry cues; the rest are distractors
 MIN_LEAKS = 8
 PROMPTS = Path(__file__).parent / "prompts"
 TITLES = ("", "", "", "Little things", "Today", "Note to self", "Mood", "Weekly dump")
-DISTRACTORS = ("Sunset over the rooftops tonight.", "Anyone else watching the new season? No spoilers!",
-               "Rainy Sunday, tea and a long book.", "This song has been on repeat all week.",
-               "Tried a new recipe, half of it survived.", "The clouds looked like a whale today.",
-               "Monday again. How.", "Found this old photo on my phone.", "Reorganised my bookshelf by colour.",
-               "Thunderstorm outside, candles inside.")
-ALT = {"receipt": "a photo of a printed receipt", "ticket": "a photo of a ticket", "badge": "a photo of a card on a lanyard",
-       "screenshot": "a screenshot of a phone screen", "street_sign": "a photo of a sign on a wall",
-       "notice": "a photo of a printed notice", "photo": "a photo"}
+DISTRACTORS = (  # posts that carry no cue; each template has wordings enough that no two users share a sentence
+    "[Sunset|Pink sky|Golden light] over the [rooftops|river|car park|harbour cranes] [tonight|this evening].",
+    "Anyone else watching the new season of [that baking show|the detective series|the space drama]? "
+    "[No spoilers|Not a word about the ending|Spoilers and we are done]!",
+    "[Rainy|Grey|Windy] [Sunday|Saturday|afternoon], [tea|cocoa|coffee] and a long [book|crossword].",
+    "This [song|album|podcast episode] has been on repeat [all week|since Monday|for days].",
+    "Tried a new [recipe|curry|soup], [half of it survived|the smoke alarm approved|it was edible].",
+    "The clouds looked like a [whale|dragon|teapot|sleeping cat] [today|this morning].",
+    "[Monday|Tuesday|Thursday] again. [How|Already|Send help].",
+    "Found this old [photo|ticket stub|drawing] [on my phone|in a drawer|in a book] [today|this week].",
+    "Reorganised my [bookshelf|wardrobe|spice rack] by [colour|height|mood].",
+    "[Thunderstorm|Power cut|Hailstorm] outside, candles inside[.|, very cosy.]",
+    "[Plants|Tomatoes|Herbs] on the windowsill are [thriving|finally sprouting|doing their best].",
+    "Lost [an hour|a whole evening|my Saturday] to a [jigsaw|video game|documentary] again.",
+)
 DEVICES = ("Pixel 8", "iPhone 14", "Galaxy A54", "Fairphone 5")
 
 
@@ -129,7 +144,7 @@ class Draft:
     keep: dict[str, list[str]]
 
 
-def _draft(i: int, seed: int) -> Draft:
+def _draft(i: int, seed: int, ledger: SentenceLedger) -> Draft:
     rng = random.Random(f"sopri:{seed}:{i}")
     w = world()
     v, truth = draw_profile(rng, w)
@@ -143,45 +158,57 @@ def _draft(i: int, seed: int) -> Draft:
             raise RuntimeError(f"user {i} (seed {seed}): {len(plan.recipes)} leaks do not fit {CUE_POSTS} posts")
     home = next(p for p in w.places if p.name == truth["home"][0])
     ip = f"{home.country} · {home.province}"
+    uid = f"u{i + 1:02d}"
+
+    def say(template: str) -> str:  # a wording of the template no earlier user of the suite has posted
+        return ledger.pick(rng, variants(_fmt(template, v)), uid)
+
     drafts: list[dict[str, Any]] = []
     for k in range(N_POSTS):
         cues = slots[k].cues if k < CUE_POSTS else []
         when = next((c.when for _, c in cues if c.when), "")
-        texts = [_fmt(c.caption, v) for _, c in cues if c.caption]
+        said = {id(c): say(c.caption) for _, c in cues if c.caption}
+        texts = list(said.values())
         if not texts:
-            texts = [_fmt(next((c.filler for _, c in cues if c.filler), ""), v) or rng.choice(DISTRACTORS)]
-        image = next((c.image for _, c in cues if c.image), None)
-        if image is None and not cues and rng.random() < 0.5:
-            image = ("photo", ())
+            filler = next((c.filler for _, c in cues if c.filler), "")
+            texts = [say(filler or rng.choice(DISTRACTORS))]
+        image = next((c for _, c in cues if c.image), None)
+        photo = image is None and not cues and rng.random() < 0.5
         tags = [_fmt(t, v) for _, c in cues for t in c.tags]
         meta = {"likes": str(rng.randint(3, 480)), "device": rng.choice(DEVICES)}
         meta.update({key: _fmt(val, v) for _, c in cues for key, val in c.metadata})
-        keep = [x for _, c in cues if c.caption for x in _phrases(c.caption, v)]
+        keep = [x for _, c in cues if c.caption for x in _phrases(said[id(c)], c.caption, v)]
         drafts.append({"ts": _timestamp(rng, when, v), "caption": " ".join(texts), "tags": tags, "image": image,
-                       "meta": meta, "title": rng.choice(TITLES), "cues": cues, "keep": keep,
-                       "photo_seed": rng.randrange(1 << 30)})
+                       "photo": photo, "meta": meta, "title": rng.choice(TITLES), "cues": cues, "said": said,
+                       "keep": keep, "photo_seed": rng.randrange(1 << 30)})
     order = sorted(range(N_POSTS), key=lambda k: drafts[k]["ts"])
     pid = {k: f"p{n + 1:02d}" for n, k in enumerate(order)}
     posts: list[Post] = []
     pngs: dict[str, bytes] = {}
     where: dict[int, list[tuple[str, list[str]]]] = {}  # recipe id -> [(post id, carriers)]
+    found: dict[int, list[LeakCue]] = {}  # recipe id -> its cues, pinned
     for k in order:
         d = drafts[k]
-        images = []
+        images, box = [], None
+        file = f"{pid[k]}-1.png"
         if d["image"] is not None:
-            kind, lines = d["image"]
+            kind, lines = d["image"].image
             lines = [part for x in lines for part in img.wrap(_fmt(x, v))]  # drawn exactly as recorded
-            file = f"{pid[k]}-1.png"
-            pngs[file] = img.render(kind, lines, seed=d["photo_seed"])
-            images.append(PostImage(file=file, kind=kind, alt=ALT[kind], text="\n".join(lines)))
-        posts.append(Post(id=pid[k], title=d["title"], caption=d["caption"], tags=d["tags"],
-                          timestamp=d["ts"].isoformat(timespec="minutes"), ip_region=ip, images=images,
-                          metadata=d["meta"]))
+            shot = img.render_scene(kind, lines, seed=d["photo_seed"], small=d["image"].small)
+            pngs[file], box = shot.png, shot.box
+            images.append(PostImage(file=file, kind=kind, alt=img.ALT[kind], text="\n".join(lines)))
+        elif d["photo"]:
+            pngs[file] = img.render_scene("photo", [], seed=d["photo_seed"]).png
+            images.append(PostImage(file=file, kind="photo", alt=img.ALT["photo"]))
+        post = Post(id=pid[k], title=d["title"], caption=d["caption"], tags=d["tags"],
+                    timestamp=d["ts"].isoformat(timespec="minutes"), ip_region=ip, images=images, metadata=d["meta"])
+        posts.append(post)
         for r, c in d["cues"]:
             carriers = [*(["caption"] if c.caption else []), *(["tags"] if c.tags else []),
                         *([f"image:{images[0].file}"] if c.image else []), *(["timestamp"] if c.when else []),
                         *(["metadata"] if c.metadata else []), *c.extra]
             where.setdefault(id(r), []).append((pid[k], carriers))
+            found.setdefault(id(r), []).extend(_pinned(post, c, d["said"].get(id(c), ""), v, box))
     chosen = {r.slot: r for r in plan.recipes}
     profile = []
     for slot in SLOT_LIST:
@@ -192,9 +219,9 @@ def _draft(i: int, seed: int) -> Draft:
             r = chosen[slot.name]
             cited = sorted(where[id(r)])
             leak = Leak(type=r.type, difficulty=r.difficulty, posts=[p for p, _ in cited],
-                        carriers=list(dict.fromkeys(c for _, cs in cited for c in cs)), depth=r.depth)
+                        carriers=list(dict.fromkeys(c for _, cs in cited for c in cs)), depth=r.depth,
+                        cues=sorted(found[id(r)], key=lambda c: c.post), chain=_fmt(r.chain, v))
         profile.append(Attribute(slot=slot.name, value=value, path=path, sensitivity=s, leak=leak))
-    uid = f"u{i + 1:02d}"
     user = User(id=uid, nickname=f"{v['first'].lower()}_{rng.choice(('daily', 'writes', 'outdoors', 'at_home', 'snaps'))}",
                 bio=rng.choice(("Coffee first.", "Collecting small joys.", "Opinions are my own.", "Here for the memes.")),
                 ip_region=ip, posts=posts, profile=profile,
@@ -203,13 +230,30 @@ def _draft(i: int, seed: int) -> Draft:
     return Draft(user, pngs, {pid[k]: drafts[k]["keep"] for k in order})
 
 
-def _phrases(template: str, v: dict[str, str]) -> list[str]:
+def _phrases(said: str, template: str, v: dict[str, str]) -> list[str]:
     """What a rewritten caption must keep of a cue: the profile values it names (a value that is a
-    whole sentence is kept whole), else the whole cue sentence."""
+    whole sentence is kept whole: the wording ``said``), else the whole cue sentence."""
     import string
 
     names = [f for _, f, _, _ in string.Formatter().parse(template) if f]
-    return [v[n] for n in names if v[n]] or [_fmt(template, v)]
+    values = [v[n] for n in names if v[n]]
+    return [x for x in values if x in said and "[" not in x] or [said]
+
+
+def _pinned(post: Post, c: Cue, said: str, v: dict[str, str], box: list[float] | None) -> list[LeakCue]:
+    """Where cue ``c`` sits in ``post``, as the data check verifies it: the caption span, each tag, the
+    image text and its region, each metadata value, the pinned timestamp, the IP region."""
+    out = [LeakCue(post=post.id, at="caption", text=said)] if c.caption else []
+    out += [LeakCue(post=post.id, at="tags", text=_fmt(t, v)) for t in c.tags]
+    if c.image:
+        image = post.images[0]
+        out.append(LeakCue(post=post.id, at="image", text=image.text, file=image.file, box=box))
+    out += [LeakCue(post=post.id, at="metadata", field=key, text=_fmt(val, v)) for key, val in c.metadata]
+    if c.when:
+        out.append(LeakCue(post=post.id, at="timestamp", text=post.timestamp))
+    if "ip_region" in c.extra:
+        out.append(LeakCue(post=post.id, at="ip_region", text=post.ip_region))
+    return out
 
 
 # -- model-written captions ------------------------------------------------------------------------
@@ -256,6 +300,8 @@ async def _rewrite(drafts: list[Draft], model: str, seed: int) -> None:
         kept = bool(text) and all(k.lower() in text.lower() for k in d.keep[p.id])
         if kept:
             p.caption = text
+            for c in (c for a in d.user.leaked for c in a.leak.cues if c.post == p.id and c.at == "caption"):
+                c.text = text  # the cue's span is now the rewritten caption
         why = "model" if kept else ("template (reply failed)" if res.failure else "template (cue dropped)")
         by_user.setdefault(d.user.id, []).append(f"{p.id}={why}")
     for d in drafts:
@@ -310,7 +356,8 @@ def generate_users(n: int, seed: int, out: str | Path, overwrite: bool = False, 
     before any is written, so a refused run changes nothing)."""
     if n < 1:
         raise ScenarioError("n", None, f"must be at least 1, got {n}")
-    drafts = [_draft(i, seed) for i in range(n)]
+    ledger = SentenceLedger()
+    drafts = [_draft(i, seed, ledger) for i in range(n)]
     if model:
         asyncio.run(_rewrite(drafts, model, seed))
     out = Path(out)

@@ -21,7 +21,8 @@ from pydantic import ValidationError
 from localbench.benchmarks.sopri.design import COHORTS
 from localbench.benchmarks.sopri.image_check import image_problem
 from localbench.benchmarks.sopri.images import TEXT_KINDS
-from localbench.benchmarks.sopri.scenario import SLOTS, Attribute, User
+from localbench.benchmarks.sopri.labels import label_issues, post_text
+from localbench.benchmarks.sopri.scenario import SLOTS, User
 from localbench.scenario_files import (
     SCENARIOS_DIR,
     LoadIssue,
@@ -46,7 +47,17 @@ CODES = {
     "no_alt": "an image without alt text (a text-only attacker is told nothing of it)",
     "d4_single_post": "a cross-post (D4) leak whose value, or its parent in the hierarchy, one cited post "
                       "carries alone: not cross-post",
+    "no_cues": "a leak without cue annotations or inference chain: its label cannot be verified",
+    "cue_not_found": "a cue that is not where it says: the caption span, tag, image, metadata value, timestamp or "
+                     "IP region is not in its post",
+    "post_without_cue": "a post the leak cites that holds none of its cues",
+    "difficulty_mismatch": "a difficulty that does not follow from the cues (1: one post's text, 2: one post's "
+                           "image, 3: one post's text and image, 4: more than one post)",
+    "image_text_unread": "an image cue whose text OCR (tesseract) does not find in the cue's region",
 }
+LABEL_CODES = ("no_cues", "cue_not_found", "post_without_cue", "difficulty_mismatch", "d4_single_post",
+               "image_text_unread")
+"""The warnings that make a label unverifiable (the shipped suite has none)."""
 
 
 @dataclass
@@ -161,14 +172,6 @@ def to_user(data: Any, file: str, folder: Path, line: int | None = None) -> User
     return user
 
 
-def _post_text(user: User, post_ids: list[str]) -> str:
-    parts: list[str] = []
-    for pid in post_ids:
-        p = user.post(pid)
-        parts += [p.title, p.caption, *p.tags, *p.metadata.values(), p.ip_region, *(im.text for im in p.images)]
-    return "\n".join(parts).lower()
-
-
 def _has_carrier(user: User, post_ids: list[str], carrier: str) -> bool:
     posts = [user.post(pid) for pid in post_ids]
     if carrier.startswith("image:"):
@@ -176,31 +179,6 @@ def _has_carrier(user: User, post_ids: list[str], carrier: str) -> bool:
     if carrier in ("title", "caption", "tags", "timestamp", "ip_region", "metadata"):
         return any(bool(getattr(p, carrier)) for p in posts)
     return False
-
-
-def _names(text: str, phrase: str) -> bool:
-    from localbench.benchmarks.sopri.exact import normalise
-
-    n = normalise(phrase)
-    return bool(n) and f" {n} " in f" {normalise(text)} "
-
-
-def _d4_alone(user: User, a: Attribute, file: str, where: str) -> list[LoadIssue]:
-    """The D4 rule: no single cited post may carry the leaked value (for a hierarchical attribute, the
-    value at the revealed depth or its parent) in its text, tags, metadata or image text."""
-    if a.path and a.leak and a.leak.depth:
-        d = a.leak.depth
-        phrases = [a.path[d - 1], *([a.path[d - 2]] if d >= 2 else [])]
-    else:
-        phrases = [a.value]
-    out = []
-    for pid in a.leak.posts if a.leak else []:
-        text = _post_text(user, [pid])
-        hit = next((ph for ph in phrases if _names(text, ph)), None)
-        if hit is not None:
-            out.append(LoadIssue(file, f"{where}.difficulty", f"{a.slot}: labelled cross-post (D4) but post {pid} "
-                                 f"alone names '{hit}'", code="d4_single_post"))
-    return out
 
 
 def lint(user: User, file: str) -> list[LoadIssue]:
@@ -221,11 +199,10 @@ def lint(user: User, file: str) -> list[LoadIssue]:
                                      f"{', '.join(a.leak.posts)}", code="carrier_missing"))
         if a.leak.type == "explicit" and a.path and a.leak.depth:
             name = a.path[a.leak.depth - 1]
-            if name.lower() not in _post_text(user, a.leak.posts):
+            if name.lower() not in post_text(user, a.leak.posts):
                 out.append(LoadIssue(file, f"{where}.posts", f"{a.slot}: '{name}' appears in none of posts "
                                      f"{', '.join(a.leak.posts)}", code="cue_missing"))
-        if a.leak.difficulty == 4:
-            out += _d4_alone(user, a, file, where)
+        out += label_issues(user, a, file, where)
     for i, p in enumerate(user.posts):
         for j, im in enumerate(p.images):
             if im.kind in TEXT_KINDS and not im.text.strip():

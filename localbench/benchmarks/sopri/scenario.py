@@ -122,14 +122,44 @@ Carrier = str
 """Where in a post a cue sits: title, caption, tags, timestamp, ip_region, metadata, or image:<file>."""
 
 
+CueField = Literal["caption", "tags", "image", "metadata", "timestamp", "ip_region"]
+TEXT_CUE_FIELDS: tuple[CueField, ...] = ("caption", "tags", "metadata", "timestamp", "ip_region")
+
+
+class LeakCue(_Strict):
+    """One piece of evidence for a leak, pinned to where a reader finds it, so that it can be checked
+    mechanically (``loaders.lint``; the image text by OCR in ``check``).
+
+    ``text`` is what the cue says: a span of the caption, one tag, the planted image text (its lines
+    joined by newlines), a metadata value, the post's timestamp or its IP region."""
+
+    post: str
+    at: CueField
+    text: str = Field(min_length=1)
+    file: str | None = None  # at == "image": the image file of the post
+    box: list[float] | None = Field(default=None, min_length=4, max_length=4)  # image: [left, top, right, bottom], 0..1
+    field: str | None = None  # at == "metadata": the metadata key
+
+    @model_validator(mode="after")
+    def _located(self) -> "LeakCue":
+        if self.at == "image" and not self.file:
+            raise ValueError("an image cue names its file")
+        if self.at == "metadata" and not self.field:
+            raise ValueError("a metadata cue names its field")
+        return self
+
+
 class Leak(_Strict):
-    """How the posts reveal one attribute."""
+    """How the posts reveal one attribute: the label (type, difficulty, depth), its evidence (the cues,
+    each pinned to a post) and the one-line inference chain from the cues to the value."""
 
     type: LeakType
     difficulty: Literal[1, 2, 3, 4]
     posts: list[str] = Field(min_length=1)  # supporting post ids
     carriers: list[Carrier] = Field(default_factory=list)
     depth: int | None = None  # hierarchical: how many levels of the path the posts reveal (1..len)
+    cues: list[LeakCue] = Field(default_factory=list)  # empty: a label that cannot be verified (data check warns)
+    chain: str = ""  # how the cues give the value, in one line
 
     @model_validator(mode="after")
     def _consistent(self) -> "Leak":
@@ -137,6 +167,9 @@ class Leak(_Strict):
             raise ValueError("a cross-post leak needs at least two supporting posts")
         if self.difficulty == 4 and self.type != "cross-post":
             raise ValueError("difficulty 4 is cross-post leakage")
+        stray = sorted({c.post for c in self.cues} - set(self.posts))
+        if stray:
+            raise ValueError(f"cues on posts {', '.join(stray)}, which the leak does not cite")
         return self
 
 

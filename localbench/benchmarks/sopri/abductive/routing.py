@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from localbench.benchmarks.sopri.toolbox import Toolbox
 
 TEXT_IMAGES = frozenset({"receipt", "ticket", "badge", "document", "screenshot", "notice", "street_sign", "sign",
+                         "shop_front", "classroom",
                          "letter", "invoice", "card", "label", "menu", "poster", "id", "certificate", "boarding_pass"})
 """Image kinds that carry text: OCR reads them."""
 
