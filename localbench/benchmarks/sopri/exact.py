@@ -1,4 +1,4 @@
-"""The exact judge (``extra.judge: exact``): a deterministic, free reference judge.
+"""The exact judge (``--judge exact``, or ``extra.judge: exact`` in a spec): a deterministic, free reference judge.
 
 Slot: an inference is matched to the slot its attribute names (the slot's name, with spaces or
 underscores, any case), else "none"; the first inference matched to a slot is its answer (one

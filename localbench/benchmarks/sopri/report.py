@@ -110,7 +110,7 @@ def run_notes(run: RunData) -> list[str]:
     attacker = models.get("attacker") or ""
     judge = (run.spec_doc.get("judge") or {}).get("model") or models.get("judge") or attacker
     if extra.get("judge") == "exact":
-        out.append("Judge: the exact rule (extra.judge: exact): an answer scores the deepest level it names after "
+        out.append("Judge: the exact rule (--judge exact): an answer scores the deepest level it names after "
                    "normalisation; no model judged.")
     elif judge:
         if _preset_kind(judge) == "tiny-random":
