@@ -646,7 +646,10 @@ def test_a_multi_node_merge_job_starts_ray_serves_the_judge_and_tears_it_all_dow
     judge = next(c for c in calls if c["argv"][:1] == ["judge"])
     assert judge["argv"][-3:] == ["openai", "--base-url", f"http://127.0.0.1:{server['env']['LB_PORT']}/v1"]
     order = [x[1] for x in seq if not x[2]]
-    assert order.index("slurm merge") < order.index("srun") < order.index("slurm wait-ray") < order.index("serve " +
+    # the two sruns (Ray's head and workers) run in the background, so when their fakes log is a race:
+    # only the foreground steps have an order
+    assert order.count("srun") == 2
+    assert order.index("slurm merge") < order.index("slurm wait-ray") < order.index("serve " +
            server["argv"][1]) < order.index("judge " + str(plan.layout.run)) < order.index("score " +
            str(plan.layout.run)), order
     stops = [(c["cmd"], c["signal"]) for c in calls if "signal" in c]
