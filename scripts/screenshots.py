@@ -2,7 +2,7 @@
 
 Taken in headless Chromium (Debian's, driven by Playwright) at 1400×900 from a run directory:
 by default a fresh run of the embedded default (`localbench run` with no arguments, in a
-temporary folder: about ten minutes on two CPU cores), else RUN_DIR (re-reported first).
+temporary folder: about 5 minutes on two CPU cores), else RUN_DIR (re-reported first).
 
     .venv/bin/python scripts/screenshots.py [RUN_DIR]
 

@@ -18,7 +18,7 @@ def register(app: typer.Typer) -> None:
             concurrency: F.Concurrency = None, progress: F.ShowProgress = None,
             request_timeout: F.RequestTimeout = None, first_byte_timeout: F.FirstByteTimeout = None,
             judge_eval: F.JudgeEval = None) -> None:
-        """Run a benchmark end to end. With no arguments: the embedded default on CPU (about 10 minutes).
+        """Run a benchmark end to end. With no arguments: the embedded default on CPU (about 5 minutes).
 
         Without --spec, flags change the benchmark's embedded default one field at a time; with
         --spec the file (on top of RunSpec's own defaults: every scenario, the benchmark's round
