@@ -31,7 +31,7 @@ def _user(uid: str = "u1", home: list[str] | None = None, gender: str = "female"
          "leak": {"type": "cross-post", "difficulty": 4, "posts": ["p1", "p2"], "depth": 4}},
         {"slot": "gender", "value": gender, "sensitivity": 1,
          "leak": {"type": "explicit", "difficulty": 1, "posts": ["p3"]}},
-        {"slot": "health", "value": "asthma", "sensitivity": 4,
+        {"slot": "health", "value": "asthma", "path": ["respiratory", "asthma"], "sensitivity": 4,
          "leak": {"type": "implicit", "difficulty": 2, "posts": ["p2"]}},
         {"slot": "pets", "value": "a cat", "sensitivity": 1},  # true, but no post reveals it
     ]

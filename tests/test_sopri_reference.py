@@ -17,7 +17,7 @@ from localbench.benchmarks.sopri.evaluate import answers_of
 from localbench.benchmarks.sopri.exact import exact_levels, level_of, normalise
 from localbench.benchmarks.sopri.loaders import load_users
 from localbench.benchmarks.sopri.reference import answer_value, majority_profile
-from localbench.benchmarks.sopri.scenario import Attribute
+from localbench.benchmarks.sopri.scenario import SLOTS, Attribute
 
 
 def _inf(attribute: str, value: str) -> Inference:
@@ -73,6 +73,20 @@ def test_exact_judge_scores_the_deepest_level_a_compound_answer_gets_right():
     flat = Attribute(slot="sexual_orientation", value="Gay", sensitivity=5)
     assert level_of(flat, " gay. ") == "right" and level_of(flat, "gay or straight") == "wrong"
     assert normalise("Zürich_Nord!") == "zurich nord"
+
+
+def test_nine_hierarchies_and_the_coarse_levels_of_the_new_ones():
+    """age, birthday, occupation, travel and health joined the four places: a coarse answer scores its level."""
+    assert {s.name for s in SLOTS.values() if s.hierarchical} == {
+        "hometown", "home", "workplace", "frequent_place", "age", "birthday", "occupation", "travel", "health"}
+    age = Attribute(slot="age", value="30-34", path=["30s", "30-34"], sensitivity=2)
+    assert (level_of(age, "in their 30s"), level_of(age, "30-34"), level_of(age, "35-39")) == ("decade", "range", "wrong")
+    bday = Attribute(slot="birthday", value="22 March", path=["March", "22 March"], sensitivity=3)
+    assert (level_of(bday, "22 March"), level_of(bday, "23 March"), level_of(bday, "May")) == ("day", "month", "wrong")
+    job = Attribute(slot="occupation", value="nurse", path=["healthcare", "nurse"], sensitivity=2)
+    assert (level_of(job, "works in healthcare"), level_of(job, "a nurse"), level_of(job, "pharmacist")) == \
+        ("sector", "role", "wrong")
+    assert bday.answer() == "22 March" and job.answer() == "nurse, healthcare" and job.answer(1) == "healthcare"
 
 
 def test_majority_leaves_the_user_out():

@@ -112,7 +112,7 @@ def rule_levels() -> dict[str, Any]:
 
 GOLD_METHODS: dict[str, str] = {
     "exact": "the truth as deep as the posts reveal it (full)",
-    "coarse": "only its first level, for a place revealed deeper than that (partial)",
+    "coarse": "only its first level, for a hierarchical attribute revealed deeper than that (partial)",
     "wrong": "another user's value of the same slot, cut where it departs from the truth (none, or partial "
              "when it departs below the first level)",
 }
@@ -174,7 +174,7 @@ class SlotItemJudge:
 
 
 def _value_at(a: Attribute, depth: int) -> str:
-    return ", ".join(reversed(a.path[:depth])) if a.path else a.value
+    return a.answer(depth)
 
 
 def revealed_truth(a) -> tuple[int, str]:
@@ -220,7 +220,7 @@ def build_gold(users: Iterable[User], seed: int = 0, methods: list[str] | None =
 def _guess(users: list[User], u: User, a: Attribute, depth: int, method: str,
            rng: random.Random) -> tuple[str, str] | None:
     """(guess, label) for one method, or None when it does not apply. A wrong hierarchical guess is
-    another user's place cut where it first departs from the truth: wrong from the top is "none",
+    another user's path cut where it first departs from the truth: wrong from the top is "none",
     right down to some level coarser than revealed is "partial"."""
     if method == "exact":
         return _value_at(a, depth), "full"

@@ -29,8 +29,8 @@ ROLE = "attacker"
 
 
 def answer_value(a: Attribute) -> str:
-    """An attribute's true value as one answer: a hierarchical path finest first ("Xihu, Hangzhou, …")."""
-    return ", ".join(reversed(a.path)) if a.path else a.value
+    """An attribute's true value as one answer, as deep as its hierarchy goes (``Attribute.answer``)."""
+    return a.answer()
 
 
 def majority_profile(users: Iterable["User"]) -> dict[str, str]:
