@@ -131,6 +131,14 @@ def test_a_failed_judge_call_fails_the_leakage_metrics_never_zero(tmp_path):
     assert leak_units(USERS["u1"], list(store.read())) is None
 
 
+def test_a_label_from_an_older_hierarchy_fails_naming_it(tmp_path):
+    """health was flat until generator version 4: an old run's "right" for it is no level of it now."""
+    t = _t("u1|abductive|0", INFS)
+    (score,) = scenario_scores([t], _labelled(t, {"home": "city", "health": "right"}), USERS, "j")
+    assert score.metrics["PES"] is None and "PES" in score.failed
+    assert "'health' 'right', not one of wrong, category, condition" in score.unscored
+
+
 def test_unjudged_and_crashed_simulations(tmp_path):
     ts = [_t("u1|abductive|0", INFS), _t("u1|post|0", INFS, error="boom", level="post")]
     judged, crashed = scenario_scores(ts, [], USERS, "j")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from localbench.benchmarks.sopri.evaluate import inferences_of
-from localbench.benchmarks.sopri.judges import GRANULARITY_JUDGE, RIGHT, WRONG
+from localbench.benchmarks.sopri.judges import GRANULARITY_JUDGE, RIGHT, WRONG, grade_levels
 from localbench.benchmarks.sopri.scenario import DIFFICULTIES, DIMENSIONS, SLOTS, User
 from localbench.records import Judgment, ScenarioScore, Transcript, by_simulation
 
@@ -103,6 +103,10 @@ def grade(user: User, judgments: Sequence[Judgment]) -> Graded:
     out = []
     for a in user.leaked:
         slot = SLOTS[a.slot]
+        if a.slot in levels and levels[a.slot] not in grade_levels(a.slot):  # judged under an older hierarchy
+            return Graded("failed", [], f"the granularity label grades '{a.slot}' {levels[a.slot]!r}, not one of "
+                          f"{', '.join(grade_levels(a.slot))} (a label from an older localbench: remove the run's "
+                          "judgments.jsonl and judge it again)")
         g = granularity(slot.levels, levels[a.slot], a.leak.depth if a.leak else None) if a.slot in levels else 0.0
         out.append(AttrGrade(a.slot, a.sensitivity, a.leak.difficulty if a.leak else 0, slot.dimension, g))
     return Graded("ok", out, levels=levels)
