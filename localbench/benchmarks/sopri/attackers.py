@@ -52,7 +52,8 @@ def disclosure_output(post_id: str, carriers: list[str], max_items: int) -> Outp
     """SelfDisc's per-post answer: ``{"disclosures": [{attribute, value, carrier, evidence}]}``: free-form
     findings of one post (the aggregation turns them into one value per attribute)."""
     item = answer_schema([post_id])
-    props = {"attribute": {"type": "string", "minLength": 1, "maxLength": DISCLOSURE_CHARS}, **{k: v for k, v in item["properties"].items() if k != "posts"}}
+    props = {"attribute": {"type": "string", "minLength": 1, "maxLength": DISCLOSURE_CHARS},
+             **{k: v for k, v in item["properties"].items() if k != "posts"}}
     props["carrier"] = {"enum": carriers}
     one = {"type": "object", "additionalProperties": False, "required": ["attribute", "value", "carrier", "evidence"],
            "properties": props}

@@ -85,7 +85,8 @@ def grade_call(items: Sequence[GradeItem], target: str = "all") -> JudgeCall:
 
 def granularity_call(user: User, answers: dict[str, Inference], target: str = "all") -> JudgeCall:
     """The run's call: each leaked slot the attacker answered, keyed by the slot's name."""
-    items = [GradeItem(a.slot, a.slot, truth_text(a), answers[a.slot].value) for a in user.leaked if a.slot in answers]
+    items = [GradeItem(a.slot, a.slot, truth_text(a), answers[a.slot].value)
+             for a in user.leaked if a.slot in answers]
     return grade_call(items, target)
 
 

@@ -43,7 +43,8 @@ def majority_profile(users: Iterable["User"]) -> dict[str, str]:
 
 
 def _finish(ctx: AttackContext, inferences: list[Inference], what: str) -> AttackResult:
-    ctx.log.add(round=0, kind="inferences", sender=ROLE, role=ROLE, content=f"{len(inferences)} attributes answered ({what})",
+    ctx.log.add(round=0, kind="inferences", sender=ROLE, role=ROLE,
+                content=f"{len(inferences)} attributes answered ({what})",
                 action=answer_of(inferences), meta={"answered": True})
     return AttackResult(inferences, "answered", {"answered": True, "failed_calls": 0, "reference": what,
                                                   "image_input": "none"})
