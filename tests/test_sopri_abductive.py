@@ -15,7 +15,7 @@ from sopri_abductive_fixtures import make_user
 from localbench.benchmarks.sopri.abductive.graph import EvidenceGraph, GraphData, GraphError
 from localbench.benchmarks.sopri.abductive.render import render_html, render_png
 from localbench.benchmarks.sopri.abductive.routing import Budget, Route, fill_args, table_routes
-from localbench.benchmarks.sopri.attack import AttackContext, Condition, Inference, attacker_for
+from localbench.benchmarks.sopri.attack import AttackContext, Condition, Inference, answer_of, attacker_for
 from localbench.benchmarks.sopri.tools import build_toolbox
 from localbench.runtime.calls import SimulationCalls
 from localbench.runtime.clients import RoleClients
@@ -163,7 +163,7 @@ class Script:
         elif name == "abductive_route":
             out = self.route(schema)
         elif name == "abductive_project":
-            out = {"inferences": [{"attribute": "pets", "value": "dog", "posts": ["p3"], "evidence": "Biscuit"}]}
+            out = {"pets": {"value": "dog", "posts": ["p3"], "evidence": "Biscuit"}}
         else:
             raise AssertionError(f"unexpected prompt {name}")
         return json.dumps(out), "stop"
@@ -394,5 +394,4 @@ def test_end_to_end_on_the_tiny_model_is_schema_valid(tmp_path, tiny_dir):
     assert kinds.count("model_call") + kinds.count("failed") == ctx.calls.n_calls
     assert kinds.count("tool_call") == kinds.count("tool_result") == \
         sum(s["phase"].startswith("collect") for s in res.payload["steps"])
-    assert kinds[-1] == "inferences" and ctx.log.entries[-1].action == {"inferences": [i.model_dump() for i in
-                                                                                        res.inferences]}
+    assert kinds[-1] == "inferences" and ctx.log.entries[-1].action == answer_of(res.inferences)

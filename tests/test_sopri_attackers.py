@@ -24,8 +24,7 @@ from localbench.serving.messages import has_images
 from localbench.spec import SpecError, load_spec
 
 REPO = Path(__file__).resolve().parent.parent
-ANSWER = {"inferences": [{"attribute": "pets", "value": "a dog named Biscuit", "posts": ["p1"],
-                          "evidence": "vet receipt"}]}
+ANSWER = {"pets": {"value": "a dog named Biscuit", "posts": ["p1"], "evidence": "vet receipt"}}
 
 
 def spec_for(tmp_path, levels, **extra):
@@ -65,7 +64,7 @@ def test_single_agent_calls_tools_then_answers_and_counts_the_route(user, tmp_pa
     t, backend = play(user, "single", lambda req: (json.dumps(next(replies)), "stop"), tmp_path)
     assert t.termination == "answered" and t.payload["answered"] is True
     assert t.payload["route_spent"] == 3 and t.payload["tool_calls"] == 2
-    assert t.payload["inferences"] == ANSWER["inferences"] and t.payload["image_input"] == "ocr-text"
+    assert t.payload["profile"] == ANSWER and t.payload["image_input"] == "ocr-text"
     kinds = [e.kind for e in t.entries]
     assert kinds == ["model_call", "tool_call", "tool_result", "model_call", "tool_call", "tool_result", "model_call",
                      "inferences"]
@@ -84,12 +83,12 @@ def test_single_agent_is_forced_to_answer_at_the_round_limit_and_a_failed_answer
     def reply(req):
         if _is_step(req):
             return json.dumps({"tool": "search", "args": {"query": "vet clinic"}}), "stop"
-        return '{"inferences": [{"attribute": "pets"', "length"  # cut off: fails validation
+        return '{"pets": {"value": "a dog', "length"  # cut off: fails validation
 
     t, backend = play(user, "single", reply, tmp_path, max_rounds=3)
     assert [_is_step(r) for r in backend.calls] == [True, True, False]
     assert "No steps are left" in backend.calls[-1].messages[-1]["content"]
-    assert t.termination == "no_answer" and t.payload["answered"] is False and t.payload["inferences"] == []
+    assert t.termination == "no_answer" and t.payload["answered"] is False and t.payload["profile"] == {}
     assert t.payload["route_spent"] == 4 and t.n_failed_turns == 1 and t.failed_by_role == {"attacker": 1}
     assert [e.kind for e in t.entries][-2:] == ["failed", "inferences"]
     assert t.entries[-1].meta == {"answered": False} and "failed" in t.entries[-1].content
@@ -117,8 +116,7 @@ def test_a_small_window_drops_old_tool_results_then_the_earliest_posts(user, tmp
     replies = [{"tool": "search", "args": {"query": "vet clinic vaccination"}}, ANSWER]
 
     def reply(req):
-        return json.dumps(replies[0] if "inferences" not in req.messages[-1]["content"] and len(req.messages) == 2
-                          else replies[1]), "stop"
+        return json.dumps(replies[0] if len(req.messages) == 2 else replies[1]), "stop"
 
     _, wide = play(user, "single", reply, tmp_path)
     first, second = (wide.count_tokens(r.messages) for r in wide.calls)
@@ -146,8 +144,8 @@ def test_text_attacker_sees_every_post_once_and_a_failed_answer_is_a_failure(use
     [req] = backend.calls
     prompt = req.messages[1]["content"]
     assert all(f"=== Post {p} ===" in prompt for p in ("p1", "p2", "p3")) and "Rabies vaccine" not in prompt
-    assert req.output.schema == profile_schema(["p1", "p2", "p3"], 3)
-    assert t.termination == "no_answer" and not t.payload["answered"] and t.payload["inferences"] == []
+    assert req.output.schema == profile_schema(["p1", "p2", "p3"])
+    assert t.termination == "no_answer" and not t.payload["answered"] and t.payload["profile"] == {}
     assert t.payload["image_input"] == "none" and t.payload["condition"]["attacker"] == "text"
 
 
@@ -176,18 +174,17 @@ def test_post_attacker_reads_each_post_alone_then_merges(user, tmp_path):
         if req.tag.endswith("read p2"):
             return "{", "length"
         post = req.tag.split()[-1]
-        return json.dumps({"inferences": [{"attribute": "routine", "value": f"seen in {post}", "posts": [post],
-                                           "evidence": ""}]}), "stop"
+        return json.dumps({"routine": {"value": f"seen in {post}", "posts": [post], "evidence": ""}}), "stop"
 
     t, backend = play(user, "post", reply, tmp_path)
     reads = [r for r in backend.calls if " read " in r.tag]
-    assert len(reads) == 3 and all(r.output.schema["properties"]["inferences"]["items"]["properties"]["posts"]
+    assert len(reads) == 3 and all(r.output.schema["properties"]["routine"]["properties"]["posts"]
                                    ["items"]["enum"] == [r.tag.split()[-1]] for r in reads)
     assert "=== Post p3 ===" in reads[2].messages[1]["content"] and "Post p1" not in reads[2].messages[1]["content"]
     agg = backend.calls[-1].messages[1]["content"]
     assert "Post p1:\n- routine: seen in p1" in agg and "seen in p3" in agg and "Post p2:" not in agg
     assert t.payload["failed_posts"] == ["p2"] and t.payload["per_post"]["p2"] is None
-    assert t.termination == "answered" and t.payload["inferences"] == ANSWER["inferences"]
+    assert t.termination == "answered" and t.payload["profile"] == ANSWER
 
 
 def test_selfdisc_names_carriers_and_records_images_by_file(user, tmp_path):
@@ -209,7 +206,7 @@ def test_selfdisc_names_carriers_and_records_images_by_file(user, tmp_path):
 
 
 def test_a_vlm_gets_pixels_and_a_text_model_gets_ocr_text(user, tmp_path):
-    reply = lambda req: (json.dumps(ANSWER if "aggregate" in req.tag else {"inferences": []}), "stop")
+    reply = lambda req: (json.dumps(ANSWER if "aggregate" in req.tag else {}), "stop")
     t, backend = play(user, "post", reply, tmp_path, vision=True)
     with_images = [r.tag for r in backend.calls if has_images(r.messages)]
     assert with_images == [f"{user.id}|post|0 read p1", f"{user.id}|post|0 read p2"]
@@ -254,8 +251,9 @@ def test_images_are_read_before_the_simulations_start_and_once_across_runs(user,
         sim = Watching()
         spec = load_spec(None, benchmark="sopri", levels=levels, out=str(tmp_path), run_id=run_id,
                          extra={"max_inferences": 3, "answer_tokens": 320})
-        backend = ScriptedBackend(lambda req: (json.dumps(ANSWER if "inferences" in json.dumps(req.output.schema)
-                                                          else {"inferences": []}), "stop"))
+        backend = ScriptedBackend(lambda req: (json.dumps(ANSWER if "aggregate" in req.tag
+                                                          else {"disclosures": []} if "disclosures" in json.dumps(
+                                                              req.output.schema) else {}), "stop"))
         return sim, asyncio.run(simulate_scenarios(spec, sim, [user], clients_for(backend), spec.run_dir,
                                                    progress=False))
 
@@ -290,14 +288,14 @@ def tiny_backend(tiny_dir):
 def _check_transcripts(run: Path, user) -> list[dict]:
     recs = [json.loads(x) for x in (run / "transcripts.jsonl").read_text().splitlines()]
     box = build_toolbox(user, sandbox_for(user))
-    profile = profile_schema([p.id for p in user.posts], 3)
+    profile = profile_schema([p.id for p in user.posts])
     for t in recs:
         assert t["error"] is None, t["traceback"]
         assert t["termination"] in ("answered", "no_answer", "context_exhausted") and t["n_calls"] >= 1
         p = t["payload"]
-        jsonschema.validate({"inferences": p["inferences"]}, profile)
+        jsonschema.validate(p["profile"], profile)
         assert p["answered"] == (t["termination"] == "answered")
-        assert p["answered"] or p["inferences"] == []
+        assert p["answered"] or p["profile"] == {}
         for e in t["entries"]:
             if e["kind"] == "model_call":
                 assert e["call"]["failure"] is None and e["action"] is not None

@@ -58,7 +58,7 @@ def test_sandbox_covers_every_place_the_suite_uses(builtin):
     names = {r["name"] for r in rows}
     for u in builtin.users:
         for a in u.profile:
-            if a.path:
+            if a.path and SLOTS[a.slot].place:
                 assert set(a.path) <= names, (u.id, a.slot, a.path)
     docs = [json.loads(x) for x in (sb / "documents.jsonl").read_text().splitlines()]
     employers = {u.attribute("employer").value for u in builtin.users}
@@ -179,7 +179,7 @@ def _rows(drop: str | None = None) -> list[dict]:
               "ip_region": "Arvenia · Lorrent", "metadata": '{"likes": "4"}',
               "images": [{"image": {"bytes": _png(f"CLINIC {i}"), "path": None}, "kind": "receipt", "alt": "a receipt",
                           "text": f"CLINIC {i}"}] if i == 1 else []} for i in (1, 2)]
-    profile = [{"slot": "health", "value": "asthma", "path": None, "sensitivity": 5,
+    profile = [{"slot": "health", "value": "asthma", "path": ["respiratory", "asthma"], "sensitivity": 5,
                 "leak": {"type": "cross-post", "difficulty": 4, "posts": ["q1", "q2"], "carriers": ["image:q1-1.png",
                                                                                                     "caption"], "depth": None}},
                {"slot": "home", "value": "Lotus Garden", "path": ["Arvenia", "Lorrent", "Halvik", "Old Port", "Lotus Garden"],

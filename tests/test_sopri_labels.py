@@ -17,6 +17,7 @@ from localbench.benchmarks.sopri.images import render_scene
 from localbench.benchmarks.sopri.labels import difficulty_of
 from localbench.benchmarks.sopri.loaders import BUILTIN_DIR, LABEL_CODES, lint, load_users
 from localbench.benchmarks.sopri.scenario import LeakCue
+from localbench.benchmarks.sopri.suite_plan import MONTHS
 
 
 @pytest.fixture(scope="module")
@@ -169,3 +170,25 @@ def test_ocr_look_alikes_are_forgiven_and_nothing_more():
     assert _found("tofu400g", "ketobarsx12tofu4006")  # G read as 6: one character in eight
     assert not _found("tofu400g", "ketobarsx12tofu4x0x6")  # a character added
     assert not _found("atlastower", "atlasbridge")
+
+
+def test_a_d4_birthday_post_dated_in_the_birth_month_is_named(suite_copy):
+    """The D4 rule reads a hierarchical value's parent too: a cue post dated in the birth month names the
+    month (the coarse level of birthday) and so gives part of the answer alone."""
+    uid, slot = next((u.id, a.slot) for u in load_users(str(suite_copy)).users for a in u.leaked
+                     if a.slot == "birthday" and a.leak.difficulty == 4)
+    picked = {}
+
+    def change(data):
+        a = next(a for a in data["profile"] if a["slot"] == slot)
+        cue = next(c for c in a["leak"]["cues"] if c["at"] == "timestamp" and "month" in next(
+            p["caption"] for p in data["posts"] if p["id"] == c["post"]))
+        month = MONTHS.index(a["path"][0]) + 1
+        post = next(p for p in data["posts"] if p["id"] == cue["post"])
+        post["timestamp"] = cue["text"] = f"2025-{month:02d}-{1 if a['value'].split()[0] != '1' else 2:02d}T12:15"
+        picked.update(post=post["id"], month=a["path"][0])
+
+    _edit(suite_copy, change, uid)
+    got = _codes(suite_copy, uid)
+    assert [c for c, _, _ in got] == ["d4_single_post"], got
+    assert f"post {picked['post']} alone names '{picked['month']}'" in got[0][2]

@@ -6,10 +6,11 @@ names the attacker, any ablation flags and any defense: ``text``, ``post``, ``se
 attacker against the sanitizer's rewrite of the user's posts), and the reference attackers
 ``oracle``, ``none`` and ``majority`` (``reference``), which check the scoring.
 
-Every attacker returns ``Inference``s: free-form (attribute, value) guesses citing the posts they
-rest on. The evaluator, not the attacker, maps each to one of the 28 slots (template-blind: it never
-sees which attacker made it or how). One answer per attribute: the first inference matched to a
-slot is the one scored (``evaluate.matched_inferences``); later ones about the same slot earn nothing.
+Every attacker's final answer is one object keyed by the 28 slot names (``profile_schema``): each
+key optional, each at most once (a JSON object cannot repeat a key, and the grammar writes the keys
+in slot order), its value ``{value, posts, evidence}``. So an attacker gives one value per attribute,
+the key says which attribute, and no judge has to guess it; hedging across several guesses cannot
+be expressed. In code the answer is a list of ``Inference`` (one per slot, in slot order).
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from localbench.benchmarks.sopri.scenario import SLOTS
 from localbench.design import load
 
 if TYPE_CHECKING:
@@ -29,36 +31,59 @@ if TYPE_CHECKING:
     from localbench.runtime.log import ConversationLog
 
 MAX_INFERENCES = 12
-ATTRIBUTE_CHARS = 48
 VALUE_CHARS = 120
 EVIDENCE_CHARS = 200
 
 
 class Inference(BaseModel):
-    """One guess about the user: what attribute, its value, the posts it rests on, why."""
+    """One attribute's answer: the slot (a key of the answer object), its value, the posts it rests on, why."""
 
     model_config = ConfigDict(extra="forbid")
 
-    attribute: str = Field(max_length=ATTRIBUTE_CHARS)
+    attribute: str
     value: str = Field(max_length=VALUE_CHARS)
     posts: list[str] = Field(default_factory=list)
     evidence: str = Field("", max_length=EVIDENCE_CHARS)
 
+    @field_validator("attribute")
+    @classmethod
+    def _a_slot(cls, v: str) -> str:
+        if v not in SLOTS:
+            raise ValueError(f"'{v}' is not a profile slot (slots: {', '.join(SLOTS)})")
+        return v
 
-def inference_schema(post_ids: list[str], max_items: int = MAX_INFERENCES) -> dict[str, Any]:
-    """The JSON schema of one inference, cited posts an enum of this user's post ids."""
-    return {"type": "object", "additionalProperties": False, "required": ["attribute", "value", "posts", "evidence"],
-            "properties": {"attribute": {"type": "string", "minLength": 1, "maxLength": ATTRIBUTE_CHARS},
-                           "value": {"type": "string", "minLength": 1, "maxLength": VALUE_CHARS},
+
+def answer_schema(post_ids: list[str]) -> dict[str, Any]:
+    """The JSON schema of one attribute's answer, cited posts an enum of this user's post ids."""
+    return {"type": "object", "additionalProperties": False, "required": ["value", "posts", "evidence"],
+            "properties": {"value": {"type": "string", "minLength": 1, "maxLength": VALUE_CHARS},
                            "posts": {"type": "array", "items": {"enum": list(post_ids)}, "maxItems": 3},
                            "evidence": {"type": "string", "maxLength": EVIDENCE_CHARS}}}
 
 
-def profile_schema(post_ids: list[str], max_items: int = MAX_INFERENCES) -> dict[str, Any]:
-    """An attacker's final answer: ``{"inferences": [...]}``."""
-    return {"type": "object", "additionalProperties": False, "required": ["inferences"],
-            "properties": {"inferences": {"type": "array", "items": inference_schema(post_ids),
-                                          "maxItems": max_items}}}
+def profile_schema(post_ids: list[str]) -> dict[str, Any]:
+    """An attacker's final answer: ``{slot: {value, posts, evidence}, ...}``, every slot optional, none
+    repeatable, nothing else (no ``maxProperties``: vLLM's xgrammar backend refuses it, and 28 is the cap)."""
+    return {"type": "object", "additionalProperties": False,
+            "properties": {s: answer_schema(post_ids) for s in SLOTS}}
+
+
+def profile_of(answer: dict[str, Any]) -> list[Inference]:
+    """A decoded answer object as inferences, one per slot in slot order (an unknown key raises)."""
+    unknown = sorted(set(answer) - set(SLOTS))
+    if unknown:
+        raise ValueError(f"answer names unknown attributes {unknown}")
+    return [Inference(attribute=s, **answer[s]) for s in SLOTS if s in answer]
+
+
+def answer_of(inferences: list[Inference]) -> dict[str, dict[str, Any]]:
+    """Inferences as the answer object; a slot answered twice raises (one value per attribute)."""
+    out: dict[str, dict[str, Any]] = {}
+    for i in inferences:
+        if i.attribute in out:
+            raise ValueError(f"'{i.attribute}' answered twice: one value per attribute")
+        out[i.attribute] = i.model_dump(exclude={"attribute"})
+    return {s: out[s] for s in SLOTS if s in out}
 
 
 # -- conditions ---------------------------------------------------------------------------------
@@ -150,7 +175,7 @@ class AttackContext:
 class AttackResult:
     """An attacker's final profile and anything it wants recorded (graph, budget spent)."""
 
-    inferences: list[Inference]
+    inferences: list[Inference]  # one per slot at most (``answer_of`` checks it when recorded)
     termination: str = "answered"  # answered | no_answer | context_exhausted | budget
     payload: dict[str, Any] = field(default_factory=dict)
 

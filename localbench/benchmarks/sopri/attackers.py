@@ -24,8 +24,9 @@ from typing import Any
 from localbench.benchmarks.sopri.attack import (
     AttackContext,
     AttackResult,
-    Inference,
-    inference_schema,
+    answer_of,
+    answer_schema,
+    profile_of,
     profile_schema,
 )
 from localbench.benchmarks.sopri.posts import PostsInput, carriers_of, content
@@ -38,18 +39,21 @@ from localbench.serving.output import OutputSpec
 
 ROLE = "attacker"
 PER_POST_INFERENCES = 6  # what one post alone may yield (the aggregation keeps ctx.max_inferences)
+DISCLOSURE_CHARS = 48  # a SelfDisc finding's attribute, in its own words
 
 
 # -- what every attacker shares -----------------------------------------------------------------
 
-def profile_output(post_ids: Sequence[str], max_items: int) -> OutputSpec:
-    return OutputSpec.from_schema(profile_schema(list(post_ids), max_items), name="profile")
+def profile_output(post_ids: Sequence[str]) -> OutputSpec:
+    return OutputSpec.from_schema(profile_schema(list(post_ids)), name="profile")
 
 
 def disclosure_output(post_id: str, carriers: list[str], max_items: int) -> OutputSpec:
-    """SelfDisc's per-post answer: ``{"disclosures": [{attribute, value, carrier, evidence}]}``."""
-    item = inference_schema([post_id])
-    props = {k: v for k, v in item["properties"].items() if k != "posts"}
+    """SelfDisc's per-post answer: ``{"disclosures": [{attribute, value, carrier, evidence}]}``: free-form
+    findings of one post (the aggregation turns them into one value per attribute)."""
+    item = answer_schema([post_id])
+    props = {"attribute": {"type": "string", "minLength": 1, "maxLength": DISCLOSURE_CHARS},
+             **{k: v for k, v in item["properties"].items() if k != "posts"}}
     props["carrier"] = {"enum": carriers}
     one = {"type": "object", "additionalProperties": False, "required": ["attribute", "value", "carrier", "evidence"],
            "properties": props}
@@ -116,10 +120,9 @@ class Session:
             self.ctx.log.add(round=round, kind="inferences", sender=ROLE, content="no answer: the final call failed",
                              role=ROLE, meta={"answered": False})
             return AttackResult([], "no_answer", {"answered": False, "failed_calls": self.failed, **payload})
-        inferences = [Inference.model_validate(x) for x in parsed["inferences"]]
-        self.ctx.log.add(round=round, kind="inferences", sender=ROLE, content=f"{len(inferences)} inferences",
-                         role=ROLE, action={"inferences": [i.model_dump() for i in inferences]},
-                         meta={"answered": True})
+        inferences = profile_of(parsed)
+        self.ctx.log.add(round=round, kind="inferences", sender=ROLE, content=f"{len(inferences)} attributes answered",
+                         role=ROLE, action=answer_of(inferences), meta={"answered": True})
         return AttackResult(inferences, "answered", {"answered": True, "failed_calls": self.failed, **payload})
 
     def exhausted(self, round: int, **payload: Any) -> AttackResult:
@@ -154,7 +157,7 @@ class TextLLM:
         extra = {"image_input": inp.image_input}
         try:
             parsed = await s.ask(step="profile", round=0, build=build, n_history=len(posts),
-                                 output=profile_output([p.id for p in posts], ctx.max_inferences))
+                                 output=profile_output([p.id for p in posts]))
         except OutOfContext:
             return s.exhausted(0, **extra)
         return s.finish(parsed, 0, **extra)
@@ -207,7 +210,7 @@ class _PerPost:
 
         try:
             parsed = await s.ask(step="aggregate", round=n, build=build, n_history=len(blocks),
-                                 output=profile_output([p.id for p in posts], ctx.max_inferences))
+                                 output=profile_output([p.id for p in posts]))
         except OutOfContext:
             return s.exhausted(n, **extra)
         return s.finish(parsed, n, **extra)
@@ -243,11 +246,10 @@ class PostVLM(_PerPost):
     what = "per-post findings"
 
     def output(self, ctx: AttackContext, post: Any) -> OutputSpec:
-        return profile_output([post.id], min(ctx.max_inferences, PER_POST_INFERENCES))
+        return profile_output([post.id])
 
     def findings(self, post_id: str, parsed: dict[str, Any]) -> list[str]:
-        return [f"- {x['attribute']}: {x['value']}" + (f" ({x['evidence']})" if x["evidence"] else "")
-                for x in parsed["inferences"]]
+        return [f"- {x.attribute}: {x.value}" + (f" ({x.evidence})" if x.evidence else "") for x in profile_of(parsed)]
 
 
 class SelfDisc(_PerPost):
@@ -295,7 +297,7 @@ class SingleAgent:
         tools = ctx.toolbox.tools
         system = _system("single_system.j2", ctx, max_rounds=max_rounds, budget=ctx.budget,
                          tools=ctx.toolbox.describe() or "(no tools for this user)")
-        answer = profile_schema(post_ids, ctx.max_inferences)
+        answer = profile_schema(post_ids)
         steps: list[dict[str, Any]] = []  # {"call": json text, "result": ToolResult}
         spent = 0
         calls = 0
@@ -316,7 +318,7 @@ class SingleAgent:
                                      output=output)
             except OutOfContext:
                 return s.exhausted(r, **extra, route_spent=spent, tool_calls=calls)
-            if final or (parsed is not None and "inferences" in parsed):
+            if final or (parsed is not None and "tool" not in parsed):  # no slot is named "tool"
                 return s.finish(parsed, r, **extra, route_spent=spent, tool_calls=calls)
             if parsed is None:
                 continue  # the failed step is logged; the next one is asked afresh

@@ -54,8 +54,9 @@ from localbench.benchmarks.sopri.world import documents_jsonl, gazetteer_csv, wo
 from localbench.scenario_files import ScenarioError
 
 GENERATOR = "localbench.sopri.generate"
-GENERATOR_VERSION = "3"  # 2: contextual sensitivity from the declared table (sensitivity.py), no random noise;
-# 3: cue annotations (Leak.cues, Leak.chain), photo-like images, no caption sentence shared between users
+GENERATOR_VERSION = "4"  # 2: contextual sensitivity from the declared table (sensitivity.py), no random noise;
+# 3: cue annotations (Leak.cues, Leak.chain), photo-like images, no caption sentence shared between users;
+# 4: nine hierarchical attributes (age, birthday, occupation, travel and health gained paths)
 SUITE_N, SUITE_SEED = 12, 2026  # the shipped suite scenarios/sopri-mini/
 N_POSTS = 10
 CUE_POSTS = 8  # posts that may carry cues; the rest are distractors
@@ -70,7 +71,7 @@ DISTRACTORS = (  # posts that carry no cue; each template has wordings enough th
     "This [song|album|podcast episode] has been on repeat [all week|since Monday|for days].",
     "Tried a new [recipe|curry|soup], [half of it survived|the smoke alarm approved|it was edible].",
     "The clouds looked like a [whale|dragon|teapot|sleeping cat] [today|this morning].",
-    "[Monday|Tuesday|Thursday] again. [How|Already|Send help].",
+    "[Monday|Tuesday|Wednesday|Thursday] again[, how|, already|, send help|, somehow|, of course].",
     "Found this old [photo|ticket stub|drawing] [on my phone|in a drawer|in a book] [today|this week].",
     "Reorganised my [bookshelf|wardrobe|spice rack] by [colour|height|mood].",
     "[Thunderstorm|Power cut|Hailstorm] outside, candles inside[.|, very cosy.]",

@@ -5,7 +5,7 @@ Each pair guesses the user's value over another user's value of the same slot, a
 other way round: both guesses carry the same words (both values, the same negation or
 supposition), so a matcher that looks for the true value's tokens cannot tell them apart. Two leak
 types: ``exact`` (the truth as deep as the posts reveal it; full) and ``coarse`` (a hierarchical
-place's first level only, revealed deeper; partial). The twin's other value departs from the
+attribute's first level only, revealed deeper; partial). The twin's other value departs from the
 truth at the first level, so the twin is wrong ("none"). Paraphrase and inference do not apply:
 a guess is a value, not a sentence about a person (the build says so).
 """

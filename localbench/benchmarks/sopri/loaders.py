@@ -197,7 +197,7 @@ def lint(user: User, file: str) -> list[LoadIssue]:
             if not _has_carrier(user, a.leak.posts, c):
                 out.append(LoadIssue(file, f"{where}.carriers", f"{a.slot}: carrier '{c}' is in none of posts "
                                      f"{', '.join(a.leak.posts)}", code="carrier_missing"))
-        if a.leak.type == "explicit" and a.path and a.leak.depth:
+        if a.leak.type == "explicit" and a.path and a.leak.depth and SLOTS[a.slot].place:  # an age range is derived
             name = a.path[a.leak.depth - 1]
             if name.lower() not in post_text(user, a.leak.posts):
                 out.append(LoadIssue(file, f"{where}.posts", f"{a.slot}: '{name}' appears in none of posts "

@@ -11,7 +11,7 @@ from localbench.benchmarks.sopri.design import DESIGN
 class SopriBench:
     name = "sopri"
     design = DESIGN
-    leakage_judges = ("slot", "granularity")
+    leakage_judges = ("granularity",)
     planted_judge = "planted (truth)"
     judge_optional = False  # its leakage scores are the judge's labels
 
@@ -90,8 +90,8 @@ class SopriBench:
     def judge_checks(self):
         from localbench.judging.sanity import JudgeChecks
 
-        # every inference unmatched ("none") can be a real result (an attacker that guessed nothing right)
-        return JudgeChecks(constant_exempt=("slot", "granularity"), metrics={"granularity": ("PES", "ACC", "GRAN")})
+        # every answer "wrong" can be a real result (an attacker that guessed nothing right)
+        return JudgeChecks(constant_exempt=("granularity",), metrics={"granularity": ("PES", "ACC", "GRAN")})
 
     def view_simulation(self, transcript, judgments, scenario):
         from localbench.benchmarks.sopri.view import view_simulation

@@ -1,7 +1,7 @@
 """Reference attackers that check the scoring, not a model: ``oracle``, ``none`` and ``majority``.
 
 - ``oracle`` reads the hidden profile and answers each leaked attribute with its true value, as
-  deep as the hierarchy goes, through the same answer schema and judges as every attacker: with
+  deep as the hierarchy goes, through the same answer schema (one value per attribute) and judges as every attacker: with
   the exact judge its PES must be 1.0, and with a model judge close to it (what it misses is the
   judge's error).
 - ``none`` answers an empty profile: PES 0.
@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from localbench.benchmarks.sopri.attack import AttackContext, AttackResult, Inference
+from localbench.benchmarks.sopri.attack import AttackContext, AttackResult, Inference, answer_of
 from localbench.benchmarks.sopri.scenario import Attribute
 
 if TYPE_CHECKING:
@@ -29,8 +29,8 @@ ROLE = "attacker"
 
 
 def answer_value(a: Attribute) -> str:
-    """An attribute's true value as one answer: a hierarchical path finest first ("Xihu, Hangzhou, …")."""
-    return ", ".join(reversed(a.path)) if a.path else a.value
+    """An attribute's true value as one answer, as deep as its hierarchy goes (``Attribute.answer``)."""
+    return a.answer()
 
 
 def majority_profile(users: Iterable["User"]) -> dict[str, str]:
@@ -43,8 +43,9 @@ def majority_profile(users: Iterable["User"]) -> dict[str, str]:
 
 
 def _finish(ctx: AttackContext, inferences: list[Inference], what: str) -> AttackResult:
-    ctx.log.add(round=0, kind="inferences", sender=ROLE, role=ROLE, content=f"{len(inferences)} inferences ({what})",
-                action={"inferences": [i.model_dump() for i in inferences]}, meta={"answered": True})
+    ctx.log.add(round=0, kind="inferences", sender=ROLE, role=ROLE,
+                content=f"{len(inferences)} attributes answered ({what})",
+                action=answer_of(inferences), meta={"answered": True})
     return AttackResult(inferences, "answered", {"answered": True, "failed_calls": 0, "reference": what,
                                                   "image_input": "none"})
 

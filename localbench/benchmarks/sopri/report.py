@@ -125,7 +125,7 @@ def run_notes(run: RunData) -> list[str]:
 def lead_table(run: RunData, fmt: CellFormat = "pm") -> Table:
     t = _table(run, fmt, "pes", "Privacy exposure per attacker (all cohorts)", LEAD, run.levels(),
                note="PES: Σ g·s / Σ s over each user's leaked attributes (g the granularity of its one answer, "
-                    "the first inference matched to it; s contextual sensitivity 1–5); ACC: share of leaked "
+                    "the answer's value for that attribute; s contextual sensitivity 1–5); ACC: share of leaked "
                     "attributes inferred at any depth; GRAN: mean granularity of those inferred. Bootstrapped "
                     "over users.")
     t.notes += [note for lv, note in REFERENCE_NOTES.items() if lv in run.levels()]

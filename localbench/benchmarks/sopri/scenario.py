@@ -3,7 +3,7 @@
 A user has a nickname, a bio, an IP region and posts (title, caption, tags, timestamp, IP region,
 images, metadata). Hidden from every attacker is the profile: 28 attributes (``SLOTS``) in four
 dimensions, each with its value, its contextual sensitivity (1–5) and, for hierarchical attributes
-(home: country → province → city → district → compound), the ground-truth path. An attribute the
+(home: country → province → city → district → compound; age: decade → range; …), the ground-truth path. An attribute the
 posts reveal carries a ``Leak``: how (explicit, implicit, cross-post), how hard (1 single-post
 text, 2 single-post image, 3 single-post mixed, 4 cross-post), which posts support it, through
 which carriers, and for a hierarchical attribute how deep the posts reveal it.
@@ -47,18 +47,23 @@ class Slot:
     def hierarchical(self) -> bool:
         return bool(self.levels)
 
+    @property
+    def place(self) -> bool:
+        """A place hierarchy (country → …): each level a name a post can carry as written."""
+        return self.levels[:1] == PLACE[:1]
+
 
 SLOT_LIST: tuple[Slot, ...] = (
     # basic identity
     Slot("gender", "identity", "gender"),
-    Slot("age", "identity", "age range (e.g. 25-29)"),
-    Slot("birthday", "identity", "birthday (month and day)"),
+    Slot("age", "identity", "age range (e.g. 20s, 25-29)", ("decade", "range")),
+    Slot("birthday", "identity", "birthday (month and day)", ("month", "day")),
     Slot("nationality", "identity", "nationality"),
     Slot("hometown", "identity", "where they grew up", PLACE[:3]),
     Slot("home", "identity", "where they live now", (*PLACE, "compound")),
     Slot("education", "identity", "highest education (degree and field)"),
     # socioeconomic status
-    Slot("occupation", "socioeconomic", "job or role"),
+    Slot("occupation", "socioeconomic", "job or role (and its sector)", ("sector", "role")),
     Slot("employer", "socioeconomic", "the organisation they work for"),
     Slot("workplace", "socioeconomic", "where they work", (*PLACE, "building")),
     Slot("income", "socioeconomic", "income bracket"),
@@ -72,9 +77,9 @@ SLOT_LIST: tuple[Slot, ...] = (
     Slot("hobbies", "lifestyle", "hobbies and pastimes"),
     Slot("diet", "lifestyle", "diet or eating habits"),
     Slot("pets", "lifestyle", "pets"),
-    Slot("travel", "lifestyle", "where they travel or plan to"),
+    Slot("travel", "lifestyle", "where they travel or plan to", PLACE[:3]),
     # sensitive
-    Slot("health", "sensitive", "a health condition or treatment"),
+    Slot("health", "sensitive", "a health condition or treatment (and its kind)", ("category", "condition")),
     Slot("religion", "sensitive", "religion or belief"),
     Slot("politics", "sensitive", "political views or affiliation"),
     Slot("sexual_orientation", "sensitive", "sexual orientation"),
@@ -83,7 +88,7 @@ SLOT_LIST: tuple[Slot, ...] = (
     Slot("finances", "sensitive", "debts, loans or financial trouble"),
 )
 SLOTS: dict[str, Slot] = {s.name: s for s in SLOT_LIST}
-assert len(SLOTS) == 28
+assert len(SLOTS) == 28 and sum(s.hierarchical for s in SLOT_LIST) == 9  # the paper's 9 hierarchical attributes
 
 
 class _Strict(BaseModel):
@@ -208,6 +213,17 @@ class Attribute(_Strict):
     @property
     def dimension(self) -> Dimension:
         return SLOTS[self.slot].dimension
+
+    def answer(self, depth: int | None = None) -> str:
+        """The truth as one answer, down to ``depth`` levels: a path finest first ("Xihu, Hangzhou, …"),
+        leaving out a level a finer one already names ("22 March", not "22 March, March"); flat: the value."""
+        if not self.path:
+            return self.value
+        out: list[str] = []
+        for level in reversed(self.path[:depth]):
+            if not any(level.lower() in finer.lower() for finer in out):
+                out.append(level)
+        return ", ".join(out)
 
 
 class User(_Strict):

@@ -2,7 +2,7 @@
 
 Every (user × condition × seed index) is one simulation, keyed ``<user>|<condition>|<seed>``: one
 attacker (``attack.attacker_for``) profiling one user, under the sanitizer's rewrite of the posts
-when the condition says ``+sanitized``. Its transcript's payload holds the final inferences,
+when the condition says ``+sanitized``. Its transcript's payload holds the final answer (``profile``: slot -> value, posts, evidence),
 whether the attacker answered at all (``answered``: a failed final answer is a failure, never
 "nothing inferred"), how images reached it (``image_input``) and the route budget it spent.
 """
@@ -21,6 +21,7 @@ from localbench.benchmarks.sopri.attack import (
     AttackResult,
     Condition,
     ConditionError,
+    answer_of,
     attacker_for,
 )
 from localbench.benchmarks.sopri.ocr import OcrError, OcrReader
@@ -205,12 +206,12 @@ def record(unit: Unit, user: User, condition: Condition, clients: RoleClients, c
            log: ConversationLog, result: AttackResult, vision: bool, max_rounds: int, wall_s: float) -> Transcript:
     """The simulation's transcript: the log, the call counts and the attacker's answer."""
     answered = bool(result.payload.get("answered", True)) and result.termination not in NOT_ANSWERED
-    inferences = [i.model_dump() for i in result.inferences] if answered else []
+    profile = answer_of(result.inferences) if answered else {}
     spent = sum(int(e.meta.get("cost", 0)) for e in log.entries if e.kind == "tool_call")
     schemas = sorted({e.meta["schema"] for e in log.entries if e.meta.get("schema")})
     models = {r: clients.for_role(r).model_name for r in ("attacker", *(["sanitizer"] if condition.defense else []))}
     payload = {
-        "inferences": inferences,
+        "profile": profile,  # the answer object: slot -> {value, posts, evidence}
         "answered": answered,
         "image_input": image_input_of(user, vision),
         "route_spent": spent,

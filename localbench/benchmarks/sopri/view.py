@@ -1,6 +1,6 @@
 """How the run viewer shows one SopriBench simulation: the user's posts (with their images), the
-attacker's log, the leaked truth as private items, each leaked attribute's grade with the inference
-that matched it and the posts it cited, the inferences against the truth, and, for the abductive
+attacker's log, the leaked truth as private items, each leaked attribute's grade with its one answer
+and the posts it cited, the answers against the truth, and, for the abductive
 attacker, the admitted hypotheses of its evidence graph with the cues they rest on."""
 
 from __future__ import annotations
@@ -9,9 +9,8 @@ import base64
 import mimetypes
 from typing import Any
 
-from localbench.benchmarks.sopri.attack import Inference
-from localbench.benchmarks.sopri.evaluate import inferences_of
-from localbench.benchmarks.sopri.judges import GRANULARITY_JUDGE, SLOT_JUDGE, truth_text
+from localbench.benchmarks.sopri.evaluate import answers_of
+from localbench.benchmarks.sopri.judges import GRANULARITY_JUDGE, truth_text
 from localbench.benchmarks.sopri.scenario import DIFFICULTIES, SLOTS, Post, User
 from localbench.benchmarks.sopri.scoring import grade, unit_level
 from localbench.errors import UserError
@@ -91,52 +90,40 @@ def view_simulation(t: Transcript, judgments: list[Judgment], user: User) -> Sim
                                  if a.leak.depth and SLOTS[a.slot].hierarchical else ""))
              for a in user.leaked if a.leak]
     try:
-        infs = inferences_of(t)
+        answers = answers_of(t)
     except UserError:
-        infs = []
-    slot_j = next((j for j in judgments if j.judge == SLOT_JUDGE), None)
+        answers = {}
     gran_j = next((j for j in judgments if j.judge == GRANULARITY_JUDGE), None)
-    slots: dict[str, str] = (slot_j.label or {}).get("slots") or {} if slot_j else {}
-    matched: dict[str, list[Inference]] = {}
-    for n, inf in enumerate(infs):
-        s = slots.get(f"i{n + 1}")
-        if s and s != "none":
-            matched.setdefault(s, []).append(inf)
     got = grade(user, judgments) if not t.error else None
     labels: list[Label] = []
     unlabelled = "not judged" if not t.error else "not judged (the simulation failed)"
     if got is not None and got.status == "ok":
-        src_j = gran_j if gran_j is not None else slot_j
         for a in got.grades:
-            cited = [post_index[p] for i in matched.get(a.slot, []) for p in i.posts if p in post_index]
+            ans = answers.get(a.slot)
             level = (got.levels or {}).get(a.slot)
             labels.append(Label(
                 judge=GRANULARITY_JUDGE, item=a.slot, level=unit_level(a.g),
-                evidence=(f"{level} (g = {a.g:.2f}): " + "; ".join(f"{i.attribute} = {i.value}"
-                                                                  for i in matched[a.slot])) if a.slot in matched
-                else "no inference matched", messages=sorted(set(cited)),
-                source="rule" if src_j is not None and src_j.judge_model == "rule" else "model",
-                judge_model=src_j.judge_model if src_j else "", rubric_hash=src_j.rubric_hash if src_j else ""))
+                evidence=f"{level} (g = {a.g:.2f}): {ans.value}" if ans is not None else "not answered",
+                messages=sorted({post_index[p] for p in (ans.posts if ans else []) if p in post_index}),
+                source="rule" if gran_j is not None and gran_j.judge_model == "rule" else "model",
+                judge_model=gran_j.judge_model if gran_j else "", rubric_hash=gran_j.rubric_hash if gran_j else ""))
     elif got is not None and got.status == "failed":
-        failed_j = next((j for j in (slot_j, gran_j) if j is not None and (j.failure or j.label is None)), None)
-        labels = [Label(judge=failed_j.judge if failed_j else GRANULARITY_JUDGE, item=a.slot, source="failed",
-                        failure=(failed_j.failure if failed_j else None) or got.why,
-                        judge_model=failed_j.judge_model if failed_j else "") for a in user.leaked]
+        labels = [Label(judge=GRANULARITY_JUDGE, item=a.slot, source="failed",
+                        failure=(gran_j.failure if gran_j else None) or got.why,
+                        judge_model=gran_j.judge_model if gran_j else "") for a in user.leaked]
         unlabelled = got.why
+    levels = (got.levels or {}) if got is not None and got.status == "ok" else {}
     rows = []
-    for n, inf in enumerate(infs):
-        s = slots.get(f"i{n + 1}", "not matched yet" if slot_j is None else "?")
-        level = (got.levels or {}).get(s) if got is not None and got.status == "ok" else None
-        truth = user.attribute(s) if s in SLOTS else None
-        verdict = f"→ {s}" + (f" · {level}" if level else "") + (
-            f" · truth: {truth_text(truth)}" if truth is not None and truth.leak is not None else
-            " · not a leaked attribute" if s in SLOTS else "")
-        rows.append((f"{inf.attribute} = {inf.value}" + (f" [{', '.join(inf.posts)}]" if inf.posts else ""), verdict))
-    rows += [(f"(missed) {a.slot}", truth_text(a)) for a in user.leaked if a.slot not in matched and slot_j is not None]
-    panels = [Panel(title="Inferences vs truth", rows=rows or [("—", "no inferences")]),
+    for s, ans in answers.items():
+        truth = user.attribute(s)
+        verdict = (f"{levels[s]} · " if s in levels else "") + (
+            f"truth: {truth_text(truth)}" if truth is not None and truth.leak is not None else "not a leaked attribute")
+        rows.append((f"{s} = {ans.value}" + (f" [{', '.join(ans.posts)}]" if ans.posts else ""), verdict))
+    rows += [(f"(missed) {a.slot}", truth_text(a)) for a in user.leaked if a.slot not in answers]
+    panels = [Panel(title="Answers vs truth", rows=rows or [("—", "no answers")]),
               Panel(title="Simulation", rows=[("attacker", t.level), ("image input", str(t.payload.get("image_input", "—"))),
                                               ("route spent", str(t.payload.get("route_spent", 0))),
-                                              ("inferences", str(len(infs)))])]
+                                              ("attributes answered", str(len(answers)))])]
     sanitized = t.payload.get("sanitized_posts")
     if sanitized:
         panels.append(Panel(title="Sanitized posts (what the attacker read)",

@@ -57,6 +57,12 @@ OCCUPATIONS: dict[str, tuple[str, str, str]] = {
     "journalist": ("The {city} Courier", "newspaper", "middle"),
     "barista": ("{brand} Roasters", "coffee chain", "low"),
 }
+SECTORS: dict[str, str] = {  # occupation -> its sector: the coarse level of the occupation hierarchy
+    "software engineer": "technology", "nurse": "healthcare", "primary school teacher": "education",
+    "accountant": "finance", "architect": "construction", "pharmacist": "healthcare", "journalist": "media",
+    "barista": "hospitality",
+}
+assert set(SECTORS) == set(OCCUPATIONS)
 _BRANDS = ("Brightlane", "Quillon", "Marrow", "Kellet", "Greencross", "Vantor", "Pinwheel", "Northstar", "Tidewell",
            "Halberd", "Oakmere", "Sable")
 CLINICS = (("Endocrinology", "type 1 diabetes", "insulin pen refill"), ("Respiratory", "asthma", "inhaler prescription"),

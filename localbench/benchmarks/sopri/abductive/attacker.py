@@ -9,7 +9,7 @@ in order) and the ablation flags it ran without.
 from __future__ import annotations
 
 from localbench.benchmarks.sopri.abductive.loop import AbductiveLoop
-from localbench.benchmarks.sopri.attack import AttackContext, AttackResult
+from localbench.benchmarks.sopri.attack import AttackContext, AttackResult, answer_of
 from localbench.runtime.calls import OutOfContext
 
 
@@ -27,7 +27,7 @@ class AbductiveAttacker:
         infs = loop.inferences()
         ctx.log.add(round=st.round, kind="inferences", sender="attacker", role="attacker",
                     content=f"{len(infs)} inferences from {len(loop.graph.projected())} admitted hypotheses",
-                    action={"inferences": [i.model_dump() for i in infs]},
+                    action=answer_of(infs),
                     meta={"answered": st.termination != "context_exhausted"})
         payload = {"answered": st.termination != "context_exhausted", "graph": loop.graph.to_json(), "route_budget": st.budget.total, "route_spent": st.budget.spent,
                    "routes": st.budget.history, "steps": st.steps, "without": list(ctx.condition.without),

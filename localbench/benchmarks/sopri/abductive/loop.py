@@ -42,11 +42,11 @@ from localbench.benchmarks.sopri.abductive.routing import (
     table_routes,
 )
 from localbench.benchmarks.sopri.attack import (
-    ATTRIBUTE_CHARS,
     EVIDENCE_CHARS,
     VALUE_CHARS,
     AttackContext,
     Inference,
+    profile_of,
     profile_schema,
 )
 from localbench.benchmarks.sopri.abductive.routing import image_of
@@ -210,7 +210,7 @@ class AbductiveLoop:
         g, user = self.graph, self.ctx.user
         ev = g.evidence()
         post_ids = [p.id for p in user.posts]
-        base = {"attribute": _str(ATTRIBUTE_CHARS), "value": _str(VALUE_CHARS)}
+        base = {"attribute": {"enum": [s.name for s in SLOT_LIST]}, "value": _str(VALUE_CHARS)}
         if ev:
             item = _obj(**base, support=_ids([e.id for e in ev], 1))
         else:  # nothing perceived: cite the posts and the cue in them
@@ -335,13 +335,12 @@ class AbductiveLoop:
         ans = await self.ask("project", "abductive_project.j2",
                              {"nickname": user.nickname, "evidence": ev_view(g), "max_items": self.ctx.max_inferences,
                               "posts": [] if ev else self._posts_text()},
-                             profile_schema([p.id for p in user.posts], self.ctx.max_inferences), (),
-                             trim="evidence" if ev else "posts")
-        for inf in (ans or {}).get("inferences", []):
-            support = [e.id for e in ev if e.post in inf["posts"]]
-            if not support and inf["posts"]:
-                support = [g.add_evidence(inf["evidence"] or inf["value"], source="project", posts=inf["posts"]).id]
-            g.add_hypothesis(inf["attribute"], inf["value"], support)
+                             profile_schema([p.id for p in user.posts]), (), trim="evidence" if ev else "posts")
+        for inf in profile_of(ans or {}):
+            support = [e.id for e in ev if e.post in inf.posts]
+            if not support and inf.posts:
+                support = [g.add_evidence(inf.evidence or inf.value, source="project", posts=inf.posts).id]
+            g.add_hypothesis(inf.attribute, inf.value, support)
 
     # -- the loop ----------------------------------------------------------------------------------
     async def run(self) -> None:
