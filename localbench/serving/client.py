@@ -7,6 +7,8 @@ with a new seed derived from the request's seed. Nothing is dropped and nothing 
 A greedy request (temperature 0, as judges ask) would give the same reply under any seed, so
 its retry changes what can change: a reply cut by ``max_tokens`` is asked again with twice the
 tokens (as far as the context window allows); any other invalid greedy reply is final at once.
+Since such a retry decodes the same start again, a greedy request whose schema bounds its reply
+gets that bound (``reply_bound``) from its first attempt, as far as the context window allows.
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ class StructuredClient:
         attempts: list[Attempt] = []
         tokens_in = tokens_out = 0
         try:
+            request = await self._room_for_schema(request)
             for i in range(self.max_retries + 1):
                 if i and request.temperature <= 0:
                     request = self._greedy_retry(request, raw)
@@ -119,6 +122,25 @@ class StructuredClient:
             )
         finally:
             self.stats.in_flight -= 1
+
+    async def _room_for_schema(self, request: GenerationRequest) -> GenerationRequest:
+        """A greedy structured request with more room than ``max_tokens`` when its schema allows a longer
+        reply: the longest reply the schema admits, capped by what the context window leaves."""
+        from dataclasses import replace
+
+        from localbench.serving.reply_bound import max_reply_chars
+
+        if request.temperature > 0 or request.output is None:
+            return request
+        bound = max_reply_chars(request.output.schema)
+        if bound is None or bound <= request.max_tokens:
+            return request
+        try:
+            room = self.backend.max_model_len - await self.backend.acount_tokens(request.messages)
+        except Exception:  # noqa: BLE001 - no count (a test double, an image part): the budget as asked
+            return request
+        more = min(bound, room)
+        return replace(request, max_tokens=more) if more > request.max_tokens else request
 
     def _greedy_retry(self, request: GenerationRequest, last: RawCompletion) -> GenerationRequest | None:
         """The retry of a greedy request: more room if the reply was cut, else None (it would repeat)."""
