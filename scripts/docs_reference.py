@@ -103,6 +103,7 @@ def designs() -> str:
     """Per benchmark: its levels and categories, the defaults a spec file starts from, and what
     `localbench run` with no spec runs instead (the embedded default)."""
     from localbench.design import design_of, registered
+    from localbench.spec import RunSpec
     out = []
     for name in registered():
         try:
@@ -113,6 +114,7 @@ def designs() -> str:
         emb = dict(d.embedded_default)
         rounds = ", ".join(f"{k} {v}" for k, v in d.max_rounds.items())
         emb_rounds = ", ".join(f"{k} {v}" for k, v in emb.pop("max_rounds", {}).items())
+        turn = RunSpec.model_fields["max_tokens"].default
         out.append(f"### {d.title} (`--benchmark {d.name}`)\n\n"
                    f"| | a spec file (RunSpec defaults) | `localbench run` without `--spec` (embedded default) |\n"
                    f"|---|---|---|\n"
@@ -121,6 +123,7 @@ def designs() -> str:
                    f"| {cat.label.lower()} (`categories`) | all: {', '.join(cat.values)} | all |\n"
                    f"| scenarios per category (`limit`) | every one | {emb.get('limit', 'every one')} |\n"
                    f"| round limit (`max_rounds`) | {rounds} | {emb_rounds or rounds} |\n"
+                   f"| tokens per agent turn (`max_tokens`) | {turn} | {emb.get('max_tokens', turn)} |\n"
                    f"| roles (`models`) | {', '.join(r.name for r in d.roles)} | the packaged model in every role |\n")
     return "\n".join(out)
 

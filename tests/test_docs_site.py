@@ -57,6 +57,7 @@ def test_the_spec_reference_lists_every_field_with_its_default(site):
     assert "<code>200</code>" in html  # max_tokens' default, from the model itself
     # the embedded default's hidden settings are stated: ASB's limit 1, L0 and L2, 3 rounds
     assert "CD 3, MC 3, CU 3, GC 3, HS 3, CM 3, AM 3" in html and "L0, L2" in html
+    assert "| tokens per agent turn (`max_tokens`) | 200 | 160 |" in reference.designs()  # ASB's shorter turns
 
 
 def test_the_cli_reference_lists_every_command_and_option(site):

@@ -24,11 +24,12 @@ HEADLINE: dict[str, str] = {"CD": "CDLR", "MC": "MLR", "CU": "CULR", "GC": "MPLR
 # The documented round limits per category (docs/simulation.md).
 DEFAULT_MAX_ROUNDS: dict[str, int] = {"CD": 10, "MC": 10, "CU": 10, "GC": 15, "AM": 15, "HS": 12, "CM": 12}
 
-# The embedded default: asb-mini at L0 and L2, one scenario per category, 3 rounds each, the packaged
-# model in every role, sized to finish in 5 minutes on a 2-core CPU (bench/pipeline_idle.md: a fourth
-# round of the dyadic categories was the run's longest simulation's tail). Any flag or a spec file
-# replaces it (README, "Running more").
-EMBEDDED_DEFAULT = {"scenarios": "builtin", "levels": ["L0", "L2"], "limit": 1,
+# The embedded default: asb-mini at L0 and L2, one scenario per category, 3 rounds each, turns of at
+# most 160 tokens (messages up to 384 characters), the packaged model in every role, sized to finish
+# in 5 minutes on a 2-core CPU (bench/pipeline_idle.md: a fourth round of the dyadic categories was
+# the run's longest simulation's tail, and the small model fills every message to its limit). Any
+# flag or a spec file replaces it (README, "Running more").
+EMBEDDED_DEFAULT = {"scenarios": "builtin", "levels": ["L0", "L2"], "limit": 1, "max_tokens": 160,
                     "max_rounds": {c: 3 for c in ("CD", "MC", "CU", "GC", "HS", "CM", "AM")}}
 
 SPLITS = ("_full", "_partial")
