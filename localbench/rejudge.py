@@ -76,7 +76,8 @@ def run_judgments(run: LoadedRun) -> list[RunJudgments]:
     out = []
     own = run.path / "judgments.jsonl"
     if own.exists():
-        out.append(RunJudgments(judge_of(run.spec, RunDir(run.path)), own, True, list(RunDir(run.path).judgments().read())))
+        name = run.spec.rule_judge or judge_of(run.spec, RunDir(run.path))  # a rule judge labelled it, not the preset
+        out.append(RunJudgments(name, own, True, list(RunDir(run.path).judgments().read())))
     truth = bm.planted_judgments(run.transcripts)
     if truth:
         out.append(RunJudgments(bm.planted_judge, run.path / "transcripts.jsonl", False, truth))

@@ -97,7 +97,7 @@ class RunSpec(BaseModel):
     seed: int = 0  # the run seed every request seed derives from
     max_rounds: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)  # per-category overrides of the design's limits
     max_tokens: int = Field(200, ge=16)  # per agent turn
-    judge_max_tokens: int = Field(400, ge=16)
+    judge_max_tokens: int = Field(400, ge=16)  # per judge call; a call whose schema bounds a longer reply gets that room
     # a `localbench judges eval` output that measured this run's judge: a judge not above its best
     # cheater there is listed in the run's judge warnings (not a result field: the scores are the same)
     judge_eval: str | None = None
@@ -205,6 +205,13 @@ class RunSpec(BaseModel):
     @property
     def judge_model(self) -> str:
         return self.model_for(self.design.judge_role)
+
+    @property
+    def rule_judge(self) -> str | None:
+        """The model-free judge the spec asks for (``extra.judge`` naming one of the judge role's
+        ``rules``, e.g. SopriBench's exact matcher); None when a model judges."""
+        name = self.extra.get("judge")
+        return name if isinstance(name, str) and name in self.design.role(self.design.judge_role).rules else None
 
     @property
     def judged(self) -> bool:

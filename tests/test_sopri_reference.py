@@ -150,3 +150,6 @@ def test_oracle_none_and_majority_through_the_real_run(tmp_path):
     assert all(0.0 <= v < 1.0 for v in pes["majority"]), pes
     report = (run / "report.md").read_text()
     assert "majority" in report and "guessing floor" in report
+    # the viewer names the rule that judged the run, not the preset no call was made to
+    index = (run / "view" / "data" / "index.js").read_text()
+    assert '"own_judge":"exact"' in index and '"judge":"exact"' in index
