@@ -19,7 +19,7 @@ DIMENSION_METRICS = tuple(f"PES:{d}" for d in DIMENSIONS)
 
 METRICS: tuple[Metric, ...] = (
     Metric("PES", "privacy exposure score: Σ g·s / Σ s over the user's leaked attributes, g the granularity of "
-                  "the best matching inference (0..1), s the attribute's contextual sensitivity (1..5)",
+                  "its one answer for that attribute (0..1), s the attribute's contextual sensitivity (1..5)",
            leakage=True, unit="score", pooled=True),
     Metric("ACC", "binary accuracy: share of the user's leaked attributes with a correct inference (any depth)",
            leakage=True, pooled=True),
