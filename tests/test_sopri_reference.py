@@ -42,7 +42,7 @@ def test_the_answer_holds_one_value_per_attribute():
     assert not xgr.GrammarMatcher(grammar).accept_string(text[:-1] + ', "home": ')  # the same one may not
     with pytest.raises(ValueError, match="answered twice"):
         answer_of([_inf("home", "Beijing"), _inf("home", "Hangzhou")])
-    with pytest.raises(ValueError, match="not a profile slot"):
+    with pytest.raises(ValueError, match="unknown attribute slot"):
         _inf("where they live", "Hangzhou")
 
 

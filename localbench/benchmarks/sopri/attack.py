@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from localbench.benchmarks.sopri.scenario import SLOTS
+from localbench.benchmarks.sopri.scenario import SLOTS, known_slot
 from localbench.design import load
 
 if TYPE_CHECKING:
@@ -45,12 +45,7 @@ class Inference(BaseModel):
     posts: list[str] = Field(default_factory=list)
     evidence: str = Field("", max_length=EVIDENCE_CHARS)
 
-    @field_validator("attribute")
-    @classmethod
-    def _a_slot(cls, v: str) -> str:
-        if v not in SLOTS:
-            raise ValueError(f"'{v}' is not a profile slot (slots: {', '.join(SLOTS)})")
-        return v
+    _a_slot = field_validator("attribute")(classmethod(lambda cls, v: known_slot(v)))
 
 
 def answer_schema(post_ids: list[str]) -> dict[str, Any]:

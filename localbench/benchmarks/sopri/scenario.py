@@ -91,6 +91,13 @@ SLOTS: dict[str, Slot] = {s.name: s for s in SLOT_LIST}
 assert len(SLOTS) == 28 and sum(s.hierarchical for s in SLOT_LIST) == 9  # the paper's 9 hierarchical attributes
 
 
+def known_slot(name: str) -> str:
+    """``name`` when it is one of the 28 slots; a validation error naming them all otherwise."""
+    if name not in SLOTS:
+        raise ValueError(f"unknown attribute slot '{name}' (slots: {', '.join(SLOTS)})")
+    return name
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -187,12 +194,7 @@ class Attribute(_Strict):
     sensitivity: int = Field(ge=1, le=5)
     leak: Leak | None = None  # None: true of the user, but no post reveals it
 
-    @field_validator("slot")
-    @classmethod
-    def _known_slot(cls, v: str) -> str:
-        if v not in SLOTS:
-            raise ValueError(f"unknown attribute slot '{v}' (slots: {', '.join(SLOTS)})")
-        return v
+    _known_slot = field_validator("slot")(classmethod(lambda cls, v: known_slot(v)))
 
     @model_validator(mode="after")
     def _path_fits(self) -> "Attribute":
