@@ -27,8 +27,8 @@ def _run_cli(*args, env=None, timeout=900):
 def tiny_run(tmp_path_factory, tiny_dir):
     out = tmp_path_factory.mktemp("runs")
     r = _run_cli("run", "--agent", "tiny-random", "--engine", "hf", "--categories", CATS, "--levels", "L0,L1,L2",
-                 "--limit", "1", "--max-rounds", "2", "--out", str(out), "--run-id", "tiny")
-    assert r.returncode == 0, r.stderr[-3000:]
+                 "--limit", "1", "--max-rounds", "2", "--max-tokens", "200", "--out", str(out), "--run-id", "tiny")
+    assert r.returncode == 0, r.stderr[-3000:]  # 200-token turns: what `simulate` without --spec uses too
     return out / "tiny"
 
 
@@ -127,7 +127,7 @@ async def test_judges_are_template_blind(tiny_run, tmp_path):
 def test_resume_makes_no_new_calls(tiny_run):
     before = _jsonl(tiny_run / "judgments.jsonl")
     r = _run_cli("run", "--agent", "tiny-random", "--engine", "hf", "--categories", CATS, "--levels", "L0,L1,L2",
-                 "--limit", "1", "--max-rounds", "2", "--out", str(tiny_run.parent), "--run-id", "tiny")
+                 "--limit", "1", "--max-rounds", "2", "--max-tokens", "200", "--out", str(tiny_run.parent), "--run-id", "tiny")
     assert r.returncode == 0, r.stderr[-2000:]
     after = _jsonl(tiny_run / "judgments.jsonl")
     assert len(after) == len(before)
@@ -202,8 +202,8 @@ def test_a_judge_chosen_for_the_judge_stage_labels_and_resumes_the_run(tiny_dir,
     from localbench.serving.presets import presets_dir
 
     flags = ["--agent", "tiny-random", "--engine", "hf", "--categories", "MC", "--levels", "L0", "--limit", "1",
-             "--max-rounds", "2", "--out", str(tmp_path), "--run-id", "tiny"]
-    r = _run_cli("simulate", *flags)
+             "--max-rounds", "2", "--max-tokens", "200", "--out", str(tmp_path), "--run-id", "tiny"]
+    r = _run_cli("simulate", *flags)  # `run` alone would take the embedded default's 160-token turns
     assert r.returncode == 0, r.stderr[-2000:]
     run = tmp_path / "tiny"
     assert not (run / "judgments.jsonl").exists()

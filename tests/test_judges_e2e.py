@@ -97,10 +97,15 @@ def test_tiny_random_eval_rejudge_report(tmp_path, tiny_dir):
     assert "Do the judges rank the agent models the same way?" in md  # tiny-random vs the planted truth
 
 
-def test_failures_on_a_real_engine_are_recorded_not_dropped(tmp_path, tiny_dir):
-    """max_tokens too small to finish the JSON even when the retry doubles it: every answer fails and is recorded."""
+def test_failures_on_a_real_engine_are_recorded_not_dropped(tmp_path, tiny_dir, monkeypatch):
+    """max_tokens too small to finish the JSON even when the retry doubles it: every answer fails and is
+    recorded. (The client would give a schema-bounded judge its schema's room from the start: the bound
+    is taken away here, as for a schema without one, so that the answers are cut.)"""
+    from localbench.serving import reply_bound
     from localbench.serving.client import StructuredClient
     from localbench.serving.engines import open_backend
+
+    monkeypatch.setattr(reply_bound, "max_reply_chars", lambda schema: None)
 
     gold = _gold(tmp_path, ["verbatim", "absent"])
     client = StructuredClient(open_backend("tiny-random", "hf"), max_retries=1)

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from localbench.errors import UserError
 from localbench.records import (RECORD_VERSION, Judgment, RecordStore, RecordVersionError, ScenarioScore,
@@ -92,10 +93,14 @@ def test_a_recorded_run_scores_to_the_same_numbers_and_renders(tmp_path):
 
 
 def test_rerunning_the_embedded_default_resumes_a_recorded_run(tmp_path, smollm2_dir):
-    """Same flags, same run id (the spec's hash did not move), nothing simulated or judged again."""
+    """The same spec, the same run id (the spec's hash did not move), nothing simulated or judged again.
+    The run was the embedded default when it was recorded (4 rounds for CD, MC, CU; 200-token turns):
+    its own spec is given, as a later default differs."""
     run = _copy_run(tmp_path)
     before = (run / "transcripts.jsonl").read_text(), (run / "judgments.jsonl").read_text()
-    r = _cli("run", "--out", str(tmp_path), "--no-progress")
+    spec = tmp_path / "recorded-spec.yaml"
+    spec.write_text(yaml.safe_dump(yaml.safe_load((RECORDED / "spec.yaml").read_text())["spec"]))
+    r = _cli("run", "--spec", str(spec), "--out", str(tmp_path), "--no-progress")
     assert r.returncode == 0, r.stderr[-3000:]
     assert f"run directory: {run}" in r.stdout
     assert "14 of 14 simulations already done" in r.stderr

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from localbench.judging.rubrics import rubric_hash
+from localbench.serving.prompt_counts import prompt_tokens  # noqa: F401 - also imported from here
 
 Fits = Callable[[list[dict[str, str]]], bool]
 
@@ -69,27 +69,6 @@ def render_lines(messages: list[dict[str, Any]], name: Callable[[str], str] = st
 
 def schema_hash(schema: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(schema, sort_keys=True).encode()).hexdigest()[:16]
-
-
-_PROMPT_TOKENS: "weakref.WeakKeyDictionary[Any, dict[bytes, int]]" = weakref.WeakKeyDictionary()
-
-
-def prompt_tokens(backend: Any, messages: list[dict[str, str]]) -> int:
-    """``backend.count_tokens(messages)``, remembered per backend and prompt.
-
-    A judge call is measured when it is built (to split or trim its transcript) and again by the
-    runner just before it would be sent; the second look is free (no second tokenization, no second
-    request to a server's /tokenize).
-    """
-    try:
-        memo = _PROMPT_TOKENS.setdefault(backend, {})
-    except TypeError:  # a backend that cannot be weakly referenced: count every time
-        return backend.count_tokens(messages)
-    key = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).digest()
-    n = memo.get(key)
-    if n is None:
-        n = memo[key] = backend.count_tokens(messages)
-    return n
 
 
 def too_long(client: Any, messages: list[dict[str, str]], max_tokens: int) -> str | None:

@@ -128,15 +128,18 @@ class StructuredClient:
         reply: the longest reply the schema admits, capped by what the context window leaves."""
         from dataclasses import replace
 
+        from localbench.serving.prompt_counts import aprompt_tokens
         from localbench.serving.reply_bound import max_reply_chars
 
         if request.temperature > 0 or request.output is None:
             return request
+        if any(not isinstance(m.get("content"), str) for m in request.messages):
+            return request  # an image part: engines count images their own way; the budget as asked
         bound = max_reply_chars(request.output.schema)
         if bound is None or bound <= request.max_tokens:
             return request
         try:
-            room = self.backend.max_model_len - await self.backend.acount_tokens(request.messages)
+            room = self.backend.max_model_len - await aprompt_tokens(self.backend, request.messages)
         except Exception:  # noqa: BLE001 - no count (a test double, an image part): the budget as asked
             return request
         more = min(bound, room)
