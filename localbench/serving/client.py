@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable
 
+from localbench.serving import reply_bound
 from localbench.serving.cache import ResponseCache, cache_key
 from localbench.serving.output import OutputValidationError
+from localbench.serving.prompt_counts import aprompt_tokens
 from localbench.serving.seeds import derive_seed
 from localbench.serving.types import Attempt, Backend, GenerationRequest, GenerationResult, RawCompletion
 
@@ -126,28 +128,22 @@ class StructuredClient:
     async def _room_for_schema(self, request: GenerationRequest) -> GenerationRequest:
         """A greedy structured request with more room than ``max_tokens`` when its schema allows a longer
         reply: the longest reply the schema admits, capped by what the context window leaves."""
-        from dataclasses import replace
-
-        from localbench.serving.prompt_counts import aprompt_tokens
-        from localbench.serving.reply_bound import max_reply_chars
-
         if request.temperature > 0 or request.output is None:
             return request
         if any(not isinstance(m.get("content"), str) for m in request.messages):
             return request  # an image part: engines count images their own way; the budget as asked
-        bound = max_reply_chars(request.output.schema)
+        bound = reply_bound.max_reply_chars(request.output.schema)
         if bound is None or bound <= request.max_tokens:
             return request
         try:
             room = self.backend.max_model_len - await aprompt_tokens(self.backend, request.messages)
-        except Exception:  # noqa: BLE001 - no count (a test double, an image part): the budget as asked
+        except Exception:  # noqa: BLE001 - no count (a test double without one): the budget as asked
             return request
         more = min(bound, room)
         return replace(request, max_tokens=more) if more > request.max_tokens else request
 
     def _greedy_retry(self, request: GenerationRequest, last: RawCompletion) -> GenerationRequest | None:
         """The retry of a greedy request: more room if the reply was cut, else None (it would repeat)."""
-        from dataclasses import replace
 
         if last.finish_reason != "length":
             return None
@@ -164,6 +160,4 @@ class StructuredClient:
 
 
 def _with_seed(request: GenerationRequest, seed: int) -> GenerationRequest:
-    from dataclasses import replace
-
     return replace(request, seed=seed)
