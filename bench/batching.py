@@ -45,7 +45,7 @@ def parser(doc: str, *, levels: str, max_rounds: str, max_tokens: int) -> argpar
 
 def make_spec(benchmark: str, args, concurrency: int, out: str, **extra):
     """The bench's RunSpec: builtin suite, no response cache, one round limit for every category."""
-    from localbench.design import design_of
+    from localbench.registry import design_of
     from localbench.spec import load_spec
 
     design = design_of(benchmark)
@@ -82,7 +82,7 @@ async def run(benchmark: str, args, spec_for: Callable[[int, str], object]) -> d
     """The three arms; prints the table and returns {"speedup", "efficiency"}.
 
     ``spec_for(concurrency, out)`` builds the spec of one arm (see ``make_spec``)."""
-    from localbench.benchmarks import get_benchmark
+    from localbench.registry import get_benchmark
     from localbench.runtime.harness import open_clients, prepare_units
 
     simulator = get_benchmark(benchmark).simulator()

@@ -1,27 +1,21 @@
-"""What a benchmark declares about itself, and the registry that finds a benchmark by name.
+"""What a benchmark declares about itself: its axes, roles, metrics, defaults and settings.
 
-A benchmark is a plug-in (``localbench.benchmarks.Benchmark``); its ``design`` is the typed
-declaration every shared layer reads instead of naming the benchmark's categories, levels, metrics
-or roles: the spec takes its default levels, roles and round limits from it, the score stage its
-metric catalogue, the CLI its embedded default run, Slurm planning and prefetch its roles, and the
-report its title, glossary, tables and figures.
+A benchmark (``localbench.benchmarks.Benchmark``) carries a ``design``, the typed declaration every
+shared layer reads instead of naming the benchmark's categories, conditions, metrics or roles: the
+spec takes its default conditions, roles, round limits and settings model from it, the score stage
+its metric catalogue, the CLI its embedded default run, Slurm planning and prefetch its roles, and
+the report its title and glossary.
 
-A leaf: plain data and a name → plug-in lookup, importing nothing of localbench's. The report
-builders a design names are loaded only when a report is rendered (``Design.report_plan``).
+A leaf: plain data, importing nothing of localbench's.
 """
 
 from __future__ import annotations
 
-import importlib
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-if TYPE_CHECKING:
-    from localbench.report.data import RunData
-    from localbench.report.figures import FigureResult
-    from localbench.report.tables import CellFormat, Table
+from pydantic import BaseModel, ConfigDict
 
 ALL = "ALL"
 """The value a pooled axis takes in a scores row that pools every value of it."""
@@ -88,19 +82,10 @@ class Metric:
         return 1 if self.unit == "percent" else 2
 
 
-@dataclass(frozen=True)
-class ReportPlan:
-    """The tables and figures a benchmark's report shows, in order, built with report/'s helpers.
+class NoSettings(BaseModel):
+    """The settings of a benchmark that has none of its own: the spec's ``extra`` must be empty."""
 
-    The report opens with ``lead`` (one table: its headline results) and the figure named
-    ``lead_figure``; the other tables and figures follow.
-    """
-
-    tables: tuple[Callable[["RunData", "CellFormat"], "list[Table]"], ...] = ()
-    figures: tuple[Callable[["RunData"], "FigureResult"], ...] = ()
-    lead: Callable[["RunData", "CellFormat"], "Table"] | None = None
-    lead_figure: str = ""
-    glossary_note: str = ""  # a line under the metric glossary
+    model_config = ConfigDict(extra="forbid")
 
 
 @dataclass(frozen=True)
@@ -115,7 +100,9 @@ class Design:
     headline: Mapping[str, str]  # category -> the metric models are ranked and compared by
     embedded_default: Mapping[str, Any] = field(default_factory=dict)  # `localbench run` with no arguments
     max_rounds: Mapping[str, int] = field(default_factory=dict)  # category -> default round limit
-    report: str = ""  # "module:attribute" of a zero-argument function returning its ReportPlan
+    settings: type[BaseModel] = NoSettings
+    """Its own settings (the spec's ``extra``): a pydantic model, validated when the spec is read;
+    ``extra="forbid"`` in its config makes a misspelt setting an error naming it."""
     paired_test: Literal["sign-flip", "mcnemar"] = "sign-flip"
     """How two levels (or models) are compared on the same scenarios: a sign-flip permutation test
     of the per-scenario differences, or McNemar's test on 0/1 outcomes paired by simulation."""
@@ -192,60 +179,3 @@ class Design:
     @property
     def pooled_metrics(self) -> tuple[str, ...]:
         return tuple(m.name for m in self.metrics if m.pooled)
-
-    def report_plan(self) -> ReportPlan:
-        """The report's tables and figures (imported now: they need matplotlib)."""
-        if not self.report:
-            return ReportPlan()
-        return load(self.report)()
-
-
-# -- registry ----------------------------------------------------------------------------------
-
-DEFAULT_BENCHMARK = "asb"
-"""What a spec runs when it names no benchmark (the embedded default's)."""
-
-REGISTRY: dict[str, str] = {
-    "asb": "localbench.benchmarks.asb.plugin:AgentSocialBench",
-    "agentleak": "localbench.benchmarks.agentleak.plugin:AgentLeak",
-    "sopri": "localbench.benchmarks.sopri.plugin:SopriBench",
-    "agentleak-traces": "localbench.benchmarks.agentleak.published.plugin:AgentLeakTraces",
-}
-"""name → "module:attribute" of the plug-in class; imported on first use, so `localbench --help`
-and runs of one benchmark never import another. The class carries its ``design``."""
-
-ENV = "LOCALBENCH_BENCHMARKS"
-"""More plug-ins without editing the package: ``name=module:Class`` entries, comma-separated
-(how the tests register their own benchmark in subprocesses and Slurm tasks)."""
-
-
-class UnknownBenchmark(ValueError):
-    pass
-
-
-def registered() -> dict[str, str]:
-    """The built-in registry plus the plug-ins named in $LOCALBENCH_BENCHMARKS."""
-    out = dict(REGISTRY)
-    for entry in (os.environ.get(ENV) or "").split(","):
-        name, sep, target = entry.strip().partition("=")
-        if sep and name.strip() and ":" in target:
-            out[name.strip()] = target.strip()
-    return out
-
-
-def load(target: str) -> Any:
-    """The attribute a "module:attribute" string names."""
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
-
-
-def plugin_class(name: str) -> Any:
-    target = registered().get(name)
-    if target is None:
-        raise UnknownBenchmark(f"unknown benchmark '{name}' (registered: {', '.join(sorted(registered()))})")
-    return load(target)
-
-
-def design_of(name: str) -> Design:
-    """The design of the benchmark registered as ``name`` (UnknownBenchmark otherwise)."""
-    return plugin_class(name).design

@@ -22,7 +22,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from localbench.benchmarks import Benchmark, get_benchmark
+from localbench.benchmarks import Benchmark
+from localbench.registry import get_benchmark
 from localbench.errors import IncompleteRun, UserError, field_error, yaml_error
 from localbench.records import Transcript
 from localbench.rundir import RunDir, changed_files, run_lock

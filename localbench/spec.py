@@ -14,7 +14,8 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from localbench.design import DEFAULT_BENCHMARK, Design, UnknownBenchmark, design_of
+from localbench.design import Design
+from localbench.registry import DEFAULT_BENCHMARK, UnknownBenchmark, design_of
 from localbench.errors import UserError, field_error, path_name_problem, yaml_error
 
 DEFAULT_MODEL = "smollm2-135m"
@@ -110,7 +111,7 @@ class RunSpec(BaseModel):
     shard: int | None = Field(None, ge=0)  # this process runs only shard `shard` of `num_shards`
     num_shards: int | None = Field(None, ge=1)
     slurm: dict[str, Any] = Field(default_factory=dict)  # sbatch options (see localbench/slurm)
-    extra: dict[str, Any] = Field(default_factory=dict)  # benchmark-specific options
+    extra: dict[str, Any] = Field(default_factory=dict)  # the benchmark's own settings (its design's ``settings``)
 
     @field_validator("run_id")
     @classmethod
@@ -159,6 +160,14 @@ class RunSpec(BaseModel):
                                  f"(expected one of {', '.join(d.max_rounds)})")
         return v
 
+    @field_validator("extra")
+    @classmethod
+    def _settings(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        """Checked against the benchmark's settings model (a misspelt or out-of-range setting is an
+        error naming ``extra.<setting>``); kept as given, so a spec hashes as it always did."""
+        d = cls._design(info)
+        return v if d is None else d.settings.model_validate(v).model_dump(mode="json", exclude_unset=True)
+
     @field_validator("models")
     @classmethod
     def _models(cls, v: dict[str, str | None], info: ValidationInfo) -> dict[str, str | None]:
@@ -201,6 +210,11 @@ class RunSpec(BaseModel):
         """This spec with ``role`` played by ``preset``."""
         self.design.role(role)  # KeyError naming the roles for an unknown one
         return self.model_copy(update={"models": {**self.models, role: preset}})
+
+    @property
+    def settings(self) -> Any:
+        """The benchmark's own settings, typed (its design's ``settings`` model over ``extra``)."""
+        return self.design.settings.model_validate(self.extra)
 
     @property
     def judge_model(self) -> str:

@@ -102,7 +102,7 @@ def _axis(d: Any, kind: str) -> Any:
 def designs() -> str:
     """Per benchmark: its levels and categories, the defaults a spec file starts from, and what
     `localbench run` with no spec runs instead (the embedded default)."""
-    from localbench.design import design_of, registered
+    from localbench.registry import design_of, registered
     from localbench.spec import RunSpec
     out = []
     for name in registered():
@@ -196,7 +196,7 @@ def examples() -> str:
 
 def metrics(benchmark: str) -> str:
     """A benchmark's metric catalogue, as its design declares it (and its report's glossary shows)."""
-    from localbench.design import design_of
+    from localbench.registry import design_of
     d = design_of(benchmark)
     headline = {m: c for c, m in d.headline.items()}
     rows = ["| metric | better | headline of | what |", "|---|---|---|---|"]

@@ -114,3 +114,23 @@ def shared_datasets() -> Path:
     if not d.is_dir():
         pytest.skip(f"upstream datasets folder {d} is absent (it sits beside the repo as ../shared)")
     return d
+
+
+@pytest.fixture(scope="session")
+def toy_site(tmp_path_factory) -> Path:
+    """A folder holding the test-only benchmark's distribution metadata (its entry point)."""
+    from toy_benchmark import install
+
+    site = tmp_path_factory.mktemp("toy-site")
+    install(site)
+    return site
+
+
+@pytest.fixture
+def toy_registered(toy_site, monkeypatch):
+    """The toy benchmark installed, as a package outside localbench is: its entry point on the
+    path of this process and of the commands it starts."""
+    tests = str(Path(__file__).resolve().parent)
+    monkeypatch.syspath_prepend(tests)
+    monkeypatch.syspath_prepend(str(toy_site))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(toy_site), tests, os.environ.get("PYTHONPATH", "")]))

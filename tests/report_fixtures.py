@@ -124,7 +124,7 @@ def make_run_dir(path: str | Path, *, models=MODELS, levels=LEVELS, categories=C
     if with_spec:
         spec = {"benchmark": "asb", "scenarios": "builtin", "categories": list(categories), "levels": list(levels),
                 "limit": per_category, "seeds": seeds, "seed": 0,
-                "models": {"agent": models[0], "user_sim": None, "judge": judges[0]}, "extra": {"agents": list(models)}}
+                "models": {"agent": models[0], "user_sim": None, "judge": judges[0]}}
         provenance = {
             "models": {m: {"repo": f"example/{m}", "revision": hashlib.sha1(m.encode()).hexdigest()[:12]} for m in models},
             "hashes": {"prompts/agent_L0.j2": "3f2a9c0d11e4b5a7", "judges/leakage.j2": "9be01c55d2a87f34",

@@ -1,4 +1,4 @@
-"""Benchmarks are looked up by name and reached only through the plug-in protocol."""
+"""Benchmarks are found through their entry points and reached only through the contract."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import sys
 
 import pytest
 
-from localbench.benchmarks import Benchmark, get_benchmark
-from localbench.design import REGISTRY
+from localbench.benchmarks import Benchmark
 from localbench.errors import UserError
+from localbench.registry import get_benchmark, registered
 
 
-@pytest.mark.parametrize("name", sorted(REGISTRY))
+@pytest.mark.parametrize("name", sorted(registered()))
 def test_every_registered_benchmark_implements_the_protocol(name):
     bm = get_benchmark(name)
     assert isinstance(bm, Benchmark)
@@ -24,7 +24,7 @@ def test_every_registered_benchmark_implements_the_protocol(name):
     assert d.categories and set(d.headline) <= set(d.categories)
     assert set(d.max_rounds) == set(d.categories), "every category has a round limit"
     assert all(d.is_leakage(m) for m in d.headline.values()), "a headline metric is a leakage metric"
-    assert d.report_plan().tables, "a report shows at least one table of the benchmark's own"
+    assert bm.report_plan().tables, "a report shows at least one table of the benchmark's own"
 
 
 def test_max_rounds_flag_limits_every_category_of_the_specs_benchmark(tmp_path):
@@ -52,6 +52,25 @@ def test_data_check_reaches_the_benchmark_by_name(tmp_path):
     assert "paper" not in r.output, "the reference column is the upstream release's only"
     r = CliRunner().invoke(app, ["data", "check", "builtin", "--benchmark", "nope"])
     assert r.exit_code != 0
+
+
+def test_the_built_in_benchmarks_register_through_entry_points():
+    """localbench's own pyproject.toml declares them in the group another package would use."""
+    import tomllib
+    from pathlib import Path
+
+    from localbench.registry import GROUP
+
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]
+    declared = project["entry-points"][GROUP]
+    assert set(declared) == {"asb", "agentleak", "agentleak-traces", "sopri"}
+    assert {n: ep.value for n, ep in registered().items() if n in declared} == declared
+
+
+def test_a_distribution_on_the_path_registers_a_benchmark(toy_registered):
+    """The test-only benchmark is found the way an installed package's is: its dist-info's entry point."""
+    assert registered()["toy"].value == "toy_benchmark.plugin:ToySecrets"
+    assert get_benchmark("toy").design.title == "Toy secret-keeping"
 
 
 def test_unknown_benchmark_names_the_registered_ones():

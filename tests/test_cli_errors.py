@@ -136,7 +136,7 @@ def test_run_help_names_every_sopri_attacker_and_true_level_defaults():
     """`run --help` documents --attackers and every SopriBench attacker (issue 30), and what --levels
     defaults to: each benchmark's embedded default as the design declares it (issue 35)."""
     from localbench.benchmarks.sopri.attack import ABLATIONS, ATTACKER_ORDER, DEFENSES
-    from localbench.design import design_of
+    from localbench.registry import design_of
 
     r = subprocess.run([sys.executable, "-m", "localbench.cli", "run", "--help"], capture_output=True, text=True,
                        timeout=120, env={**os.environ, "COLUMNS": "200"})

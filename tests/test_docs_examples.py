@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import typer
 
-from localbench.benchmarks import get_benchmark
+from localbench.registry import get_benchmark
 from localbench.cli import app
 from localbench.serving.presets import load_preset
 from localbench.spec import load_spec

@@ -382,8 +382,18 @@ def test_doctor_says_what_each_preset_would_use_on_the_device():
 
 # ---- 3. concurrency from the device -----------------------------------------------------------
 
+def _counting_simulator(n: int):
+    """A simulator whose units only wait, counting how many are live at once."""
+    from localbench.runtime.harness import Simulator
+
+    class Counting(_CountingSimulator, Simulator):
+        pass
+
+    return Counting(n)
+
+
 class _CountingSimulator:
-    """Units that only wait, counting how many are live at once."""
+    """Units that only wait, counting how many are live at once (mixed into the harness's Simulator)."""
 
     call_roles = ("agent",)
     aliases: dict = {}
@@ -429,7 +439,7 @@ def _simulate_on(device, monkeypatch, tmp_path, n=100, **serving):
     monkeypatch.setattr(session, "detect_device", lambda: device)
     backend = SimpleNamespace(engine="vllm")
     client = SimpleNamespace(backend=backend, model_name="tiny-random", stats=ClientStats())
-    sim = _CountingSimulator(n)
+    sim = _counting_simulator(n)
     spec = RunSpec(out=str(tmp_path), serving=serving, run_id=f"{device.name.split()[-1]}-{len(serving)}")
     asyncio.run(simulate_scenarios(spec, sim, [], RoleClients({"agent": client}), spec.run_dir, progress=False))
     return sim.peak, yaml.safe_load((spec.run_dir / "spec.yaml").read_text())

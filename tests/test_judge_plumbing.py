@@ -273,7 +273,7 @@ def test_rerun_after_editing_the_judge_prompt_is_refused(tmp_path, monkeypatch, 
 # -- 4. which model judged, with which rubrics --------------------------------------------------
 
 def _rubric_hashes():
-    from localbench.benchmarks import get_benchmark
+    from localbench.registry import get_benchmark
     from localbench.judging.rubrics import judges_dir
     from localbench.rundir import file_hashes
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from localbench.benchmarks import get_benchmark
+from localbench.registry import get_benchmark
 from localbench.benchmarks.asb.planting import build_gold as build_by_method
 from localbench.judging.cheaters import CHEATER_MAX, learned_leaks, leak_of
 from localbench.judging.cues import cue_rates, unbalanced

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from localbench.benchmarks import get_benchmark
+from localbench.registry import get_benchmark
 from localbench.benchmarks.asb.judges import judge_checks
 from localbench.judging.sanity import MIN_SIMULATIONS, JudgeChecks, check_judgments
 from localbench.records import Judgment, read_records
@@ -81,17 +81,9 @@ def test_contradictions_are_warned_from_a_share_of_simulations():
     assert "TCQ 0 but completed" in w.message and (w.count, w.total) == (4, 10)
 
 
-def test_the_toy_benchmark_declares_its_checks():
-    """Every benchmark answers judge_checks(); the third, test-only one relies on the generic check."""
-    import os
-
-    from localbench.design import ENV
-
-    os.environ[ENV] = "toy=toy_benchmark.plugin:ToySecrets"
-    try:
-        checks = get_benchmark("toy").judge_checks()
-    finally:
-        del os.environ[ENV]
+def test_the_toy_benchmark_declares_its_checks(toy_registered):
+    """Every benchmark answers judge_checks(); the test-only one keeps the contract's default, the generic check."""
+    checks = get_benchmark("toy").judge_checks()
     assert checks == JudgeChecks()
     js = [_j(f"s{i}", "secret", {"levels": {f"x{i}": "full"}, "evidence": {}}) for i in range(6)]
     assert check_judgments(js, checks) == []  # per-item labels about different things: nothing to compare

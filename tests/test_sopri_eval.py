@@ -11,7 +11,7 @@ import json
 import pytest
 
 from fakes import ScriptedBackend
-from localbench.benchmarks import get_benchmark
+from localbench.registry import get_benchmark
 from localbench.benchmarks.sopri.evaluate import build_tasks, judge_key
 from localbench.benchmarks.sopri.judges import SlotItemJudge, build_gold, parse_gold_id
 from localbench.benchmarks.sopri.scenario import SLOTS, User

@@ -17,15 +17,7 @@ import pytest
 import yaml
 
 TESTS = Path(__file__).resolve().parent
-ENTRY = "toy=toy_benchmark.plugin:ToySecrets"
-
-
-@pytest.fixture(autouse=True)
-def toy_registered(monkeypatch):
-    """The plug-in as a user outside the package registers one: by environment, tests/ on the path."""
-    monkeypatch.setenv("LOCALBENCH_BENCHMARKS", ENTRY)
-    monkeypatch.syspath_prepend(str(TESTS))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
+pytestmark = pytest.mark.usefixtures("toy_registered")  # its entry point installed (tests/conftest.py)
 
 
 def cli(*args: str, check: bool = True, timeout: int = 300) -> subprocess.CompletedProcess:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from localbench.design import DEFAULT_BENCHMARK
+from localbench.registry import DEFAULT_BENCHMARK
 
 
 def register(app: typer.Typer) -> None:
@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
         from rich.console import Console
         from rich.table import Table
 
-        from localbench.benchmarks import get_benchmark
+        from localbench.registry import get_benchmark
 
         rep = get_benchmark(benchmark).check_source(source)
         con = Console(soft_wrap=True)
@@ -75,32 +75,24 @@ def register(app: typer.Typer) -> None:
                                                                "benchmark's generator can use one"),
     ) -> None:
         """Generate new scenarios (reproducible for a seed) in the benchmark's own format."""
-        import inspect
-
-        from localbench.benchmarks import get_benchmark
         from localbench.errors import UserError
+        from localbench.registry import get_benchmark
 
         bm = get_benchmark(benchmark)
-        generate = getattr(bm, "generate_scenarios", None)
-        if generate is None:
-            raise UserError(f"benchmark '{benchmark}' has no scenario generator")
-        how: dict = {"overwrite": overwrite}
-        if model is not None:
-            if "model" not in inspect.signature(generate).parameters:
-                raise UserError(f"--model: benchmark '{benchmark}''s generator writes from templates only")
-            how["model"] = model
-        paths = generate(n, seed, out, **how)
+        if model is not None and not bm.generator_takes_model:
+            raise UserError(f"--model: benchmark '{benchmark}''s generator writes from templates only")
+        paths = bm.generate_scenarios(n, seed, out, overwrite=overwrite, model=model)
         typer.echo(f"{len(paths)} scenarios written to {out} (seed {seed}); check them with "
                    f"`localbench data check --benchmark {benchmark} {out}`")
 
     @data_app.command("design")
     def design(benchmark: str = typer.Option(DEFAULT_BENCHMARK, "--benchmark", help="the benchmark to describe")) -> None:
-        """What a benchmark declares: its axes (levels, categories), roles, metrics and defaults."""
+        """What a benchmark declares: its axes (levels, categories), roles, metrics, settings and defaults."""
         from rich.console import Console
         from rich.table import Table
 
-        from localbench.design import UnknownBenchmark, design_of
         from localbench.errors import UserError
+        from localbench.registry import UnknownBenchmark, design_of
 
         try:
             d = design_of(benchmark)
@@ -130,9 +122,30 @@ def register(app: typer.Typer) -> None:
                 metrics.add_row(m.name, "higher" if m.higher_is_better else "lower", ", ".join(heads.get(m.name, [])),
                                 m.description)
         con.print(metrics)
+        props = d.settings.model_json_schema().get("properties", {})
+        if props:
+            settings = Table(title="settings (a spec's extra: section)")
+            for c in ("setting", "type", "default", "what it is"):
+                settings.add_column(c, overflow="fold")
+            for name, p in props.items():
+                settings.add_row(f"extra.{name}", _schema_type(p), repr(p.get("default")), p.get("description", ""))
+            con.print(settings)
         con.print(f"round limits: {', '.join(f'{k} {v}' for k, v in d.max_rounds.items())}", highlight=False)
 
     app.add_typer(data_app, name="data")
+
+
+def _schema_type(prop: dict) -> str:
+    """A setting's JSON-schema type in a few words: "integer ≥ 1", "'model' | 'exact'", "object"."""
+    alts = [p for p in prop.get("anyOf", [prop]) if p.get("type") != "null"]
+    words = []
+    for p in alts:
+        if "enum" in p:
+            words.append(" | ".join(repr(v) for v in p["enum"]))
+        else:
+            bound = "".join(f" {op} {p[k]}" for k, op in (("minimum", "≥"), ("maximum", "≤")) if k in p)
+            words.append(f"{p.get('type', 'any')}{bound}")
+    return " | ".join(words)
 
 
 def _within(file: str, source: str) -> str:

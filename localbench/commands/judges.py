@@ -19,7 +19,7 @@ from typing import Optional
 
 import typer
 
-from localbench.design import DEFAULT_BENCHMARK
+from localbench.registry import DEFAULT_BENCHMARK
 
 judges_app = typer.Typer(help="How far a judge can be trusted: gold sets, labelling, agreement, consequences.",
                          no_args_is_help=True, pretty_exceptions_enable=False)
@@ -84,7 +84,7 @@ def gold_build(
     (unless --allow-weak-gold, which marks it in its metadata)."""
     from collections import Counter
 
-    from localbench.benchmarks import get_benchmark
+    from localbench.registry import get_benchmark
     from localbench.errors import UserError
     from localbench.judging.construct import METHODS, construction_mix, rewrite, stamp_build
     from localbench.judging.gold import write_gold
@@ -230,7 +230,7 @@ def gold_reference(
     benchmark: str = typer.Option(DEFAULT_BENCHMARK, help=BENCHMARK_HELP),
 ) -> None:
     """Label items with a reference judge and save its labels as a (pseudo-)gold set."""
-    from localbench.benchmarks import get_benchmark
+    from localbench.registry import get_benchmark
     from localbench.judging.evaluate import EvalConfig, load_eval, run_eval
     from localbench.judging.gold import Provenance, write_gold
 
@@ -290,7 +290,7 @@ def eval_(
     benchmark: str = typer.Option(DEFAULT_BENCHMARK, help=BENCHMARK_HELP),
 ) -> None:
     """Run judges over a gold set with the benchmark's rubric and schema, asked as a run asks them."""
-    from localbench.benchmarks import get_benchmark
+    from localbench.registry import get_benchmark
     from localbench.judging.evaluate import EvalConfig, run_eval
 
     cfg = EvalConfig(judges=_judges(judges, judge), seeds=seeds, shuffle=shuffle, pad=pad, pad_messages=pad_messages,
@@ -358,7 +358,7 @@ def plant_run_cmd(
     benchmark: str = typer.Option(DEFAULT_BENCHMARK, help=BENCHMARK_HELP),
 ) -> None:
     """A synthetic run with known leak rates, to check a judge and the pipeline end to end."""
-    from localbench.benchmarks import get_benchmark
+    from localbench.registry import get_benchmark
     from localbench.errors import UserError
 
     shares: dict[str, float] = {}

@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
                  run_id: F.RunId = None, no_cache: F.NoCache = False, progress: F.ShowProgress = None,
                  request_timeout: F.RequestTimeout = None, first_byte_timeout: F.FirstByteTimeout = None) -> None:
         """Simulate every (scenario × level × seed) and append each finished one to transcripts.jsonl."""
-        from localbench.benchmarks import get_benchmark
+        from localbench.registry import get_benchmark
         from localbench.runtime.harness import simulate as run_simulations
 
         spec = F.spec_from_flags(

@@ -21,7 +21,7 @@ Benchmark = Annotated[Optional[str], typer.Option("--benchmark", help="the bench
 def _levels_help() -> str:
     """--levels' help from the registered benchmarks' own declarations (embedded default levels,
     the condition axis's flag and what its values are), so it names no benchmark itself."""
-    from localbench.design import design_of, registered
+    from localbench.registry import design_of, registered
 
     defaults, aliases = [], []
     for name in registered():
@@ -83,7 +83,7 @@ ShowProgress = Annotated[Optional[bool], typer.Option("--progress/--no-progress"
 def _roles(spec_file: Optional[Path], benchmark: Optional[str], agent: Optional[str], judge: Optional[str],
            model: Optional[list[str]]) -> dict[str, Any]:
     """``models.<role>`` overrides: --agent is the design's first role, --judge its judge role."""
-    from localbench.design import DEFAULT_BENCHMARK, design_of
+    from localbench.registry import DEFAULT_BENCHMARK, design_of
     from localbench.errors import UserError
     from localbench.spec import load_spec
 
@@ -114,7 +114,7 @@ def spec_from_flags(spec_file: Optional[Path], *, benchmark=None, scenarios=None
     no flag sets. ``max_rounds`` (one number) becomes a limit for each category of the spec's
     benchmark.
     """
-    from localbench.design import DEFAULT_BENCHMARK, design_of
+    from localbench.registry import DEFAULT_BENCHMARK, design_of
     from localbench.spec import load_spec
 
     flags = dict(
@@ -144,7 +144,7 @@ def expand_condition_flags(argv: list[str]) -> list[str]:
     Without ``--benchmark`` or ``--spec``, the flag also picks the benchmark that declares it. Only
     ``run`` and ``simulate`` take it; anything else is left for typer to judge.
     """
-    from localbench.design import design_of, registered
+    from localbench.registry import design_of, registered
     from localbench.errors import UserError
 
     if not argv or argv[0] not in SPEC_COMMANDS:

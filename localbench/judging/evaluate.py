@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from localbench.design import DEFAULT_BENCHMARK
+from localbench.registry import DEFAULT_BENCHMARK
 from localbench.files import write_atomic
 from localbench.judging.calls import ItemJudge, JudgeCall, render_lines, schema_hash
 from localbench.judging.construct import key_words, name_tokens, templates, templates_hash, words_of

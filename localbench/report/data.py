@@ -14,9 +14,11 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from localbench.design import ALL, Design, UnknownBenchmark, design_of
+from localbench.design import ALL, Design
 from localbench.errors import UserError
 from localbench.records import ScenarioScore, read_records
+from localbench.registry import UnknownBenchmark, benchmark_class, design_of
+from localbench.report.plan import ReportPlan
 from localbench.scores import SCORES_VERSION, ScoreRow, Scores
 
 SCORES_FILE = "scores.json"
@@ -38,6 +40,10 @@ class RunData:
     @property
     def run_id(self) -> str:
         return self.scores.run_id or self.path.name
+
+    def report_plan(self) -> ReportPlan:
+        """The benchmark's own tables and figures (its plug-in is imported now: they need matplotlib)."""
+        return benchmark_class(self.design.name)().report_plan()
 
     @property
     def spec(self) -> dict[str, Any]:

@@ -18,7 +18,8 @@ import markupsafe
 
 from localbench import __version__
 from localbench.files import write_atomic
-from localbench.design import Design, ReportPlan
+from localbench.design import Design
+from localbench.report.plan import ReportPlan
 from localbench.report.data import RunData, load_run
 from localbench.report.figures import FigureResult, write_figures
 from localbench.report.provenance import key_facts, sections
@@ -195,7 +196,7 @@ def flagged_metrics(run: RunData) -> dict[str, str]:
 def build_tables(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
     """Every table of the report in order: the benchmark's own, then the paired comparisons. Cells
     computed from a judge the score stage warned about are marked."""
-    tables = [t for build in run.design.report_plan().tables for t in build(run, fmt)]
+    tables = [t for build in run.report_plan().tables for t in build(run, fmt)]
     comps = comparisons_table(run)
     flagged = flagged_metrics(run)
     for t in tables:
@@ -205,7 +206,7 @@ def build_tables(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
 
 def build_figures(run: RunData) -> list[FigureResult]:
     """Every figure of the report, in the order the benchmark's report plan lists them."""
-    return [build(run) for build in run.design.report_plan().figures]
+    return [build(run) for build in run.report_plan().figures]
 
 
 def build_report(run_dir: str | Path, fmt: CellFormat = "pm", design: Design | None = None,
@@ -215,7 +216,7 @@ def build_report(run_dir: str | Path, fmt: CellFormat = "pm", design: Design | N
     run = load_run(run_dir, design)
     seen = {w.message for w in run.scores.judge_warnings}
     run.scores.judge_warnings += [w for w in judge_warnings or [] if w.message not in seen]
-    plan = run.design.report_plan()
+    plan = run.report_plan()
     tables = build_tables(run, fmt)
     lead = plan.lead(run, fmt) if plan.lead is not None else None
     if lead is not None:
@@ -233,7 +234,7 @@ def build_report(run_dir: str | Path, fmt: CellFormat = "pm", design: Design | N
 def lead_markdown(run_dir: str | Path) -> str | None:
     """The report's lead table (the benchmark's headline results) as Markdown, for the terminal."""
     run = load_run(run_dir)
-    lead = run.design.report_plan().lead
+    lead = run.report_plan().lead
     if lead is None:
         return None
     t = lead(run, "pm")

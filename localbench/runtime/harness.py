@@ -53,29 +53,41 @@ class Unit:
         return f"{self.scenario}|{self.level}|{self.seed_index}"
 
 
-class Simulator(Protocol):
-    """What a benchmark gives the shared simulate stage."""
+class Simulator:
+    """What a benchmark gives the shared simulate stage: subclass it and fill in the methods that
+    raise; ``aliases`` and ``prepare`` have defaults."""
 
-    call_roles: tuple[str, ...]  # the roles its calls are made as (recorded in the fingerprint)
-    aliases: Mapping[str, str]  # call role -> the design role whose model plays it
+    call_roles: tuple[str, ...] = ()  # the roles its calls are made as (recorded in the fingerprint)
+    aliases: Mapping[str, str] = {}  # noqa: RUF012 - call role -> the design role whose model plays it
 
     def check(self, spec: RunSpec) -> None:
         """Refuse a spec it cannot run (SpecError naming the field), before anything is written."""
 
     def load(self, spec: RunSpec) -> tuple[list[Any], int]:
         """The spec's scenarios and the number of load warnings."""
+        raise NotImplementedError
 
     def plan(self, spec: RunSpec, scenarios: list[Any]) -> list[Unit]:
         """Every simulation of the run, before sharding."""
+        raise NotImplementedError
 
     def fingerprint(self, scenarios: list[Any]) -> dict[str, str]:
         """What besides the spec makes two runs the same experiment (prompt set, scenario contents)."""
+        return {}
 
     def provenance(self, spec: RunSpec, clients: RoleClients, scenarios: list[Any], n_issues: int) -> dict[str, Any]:
         """spec.yaml's ``simulation`` section (see ``model_provenance`` for its models)."""
+        return {}
 
     def play(self, unit: Unit, clients: RoleClients, spec: RunSpec) -> Awaitable[Transcript]:
         """Play one simulation to its end."""
+        raise NotImplementedError
+
+    async def prepare(self, spec: RunSpec, units: list[Unit], clients: RoleClients) -> str:
+        """Work that is no model's, done once for all of a run's simulations before they start
+        (SopriBench reads its posts' images with OCR), so that it neither repeats per simulation nor
+        competes with the engine while the simulations run; a line saying what was done ("" for none)."""
+        return ""
 
 
 class Along(Protocol):
@@ -92,23 +104,13 @@ class Along(Protocol):
         """After the last simulation: wait for all of it, and do what is left."""
 
 
-class Preparing(Protocol):
-    """A simulator with work that is no model's, done once for all of a run's simulations before
-    they start (SopriBench reads its posts' images with OCR), so that it neither repeats per
-    simulation nor competes with the engine while the simulations run."""
-
-    def prepare(self, spec: RunSpec, units: list[Unit], clients: RoleClients) -> Awaitable[str]:
-        """Do it; a line saying what was done ("" when there was nothing to do)."""
-
-
 async def prepare_units(simulator: Simulator, spec: RunSpec, units: list[Unit], clients: RoleClients,
                         *, progress: bool | None = None) -> float:
-    """Run the simulator's ``prepare`` (when it has one) over the units to simulate; seconds spent."""
-    prepare = getattr(simulator, "prepare", None)
-    if prepare is None or not units:
+    """Run the simulator's ``prepare`` over the units to simulate; seconds spent."""
+    if not units:
         return 0.0
     t0 = time.monotonic()
-    line = await prepare(spec, units, clients)
+    line = await simulator.prepare(spec, units, clients)
     took = time.monotonic() - t0
     if line and progress is not False:
         print(f"prepare: {line} ({took:.1f} s)", file=sys.stderr, flush=True)

@@ -8,8 +8,19 @@ a pair (McNemar). Every trace-level metric is a proportion of traces with a Wils
 
 from __future__ import annotations
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from localbench.benchmarks.agentleak.scenario import CHANNELS, VERTICALS
 from localbench.design import Axis, Design, Metric, Role
+
+
+class AgentLeakSettings(BaseModel):
+    """AgentLeak's own settings (a spec's ``extra``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text_max_chars: int | None = Field(None, ge=16, description="the maxLength of every text an agent writes "
+                                                                "(default: from max_tokens, 64..600)")
 
 MODES = ("single", "multi")
 DEFENSES: dict[str, str] = {
@@ -68,8 +79,8 @@ DESIGN = Design(
     metrics=METRICS,
     headline={v: "ELR" for v in VERTICALS},
     embedded_default={"scenarios": "builtin", "levels": list(MODES), "limit": 2, "max_rounds": {v: 4 for v in VERTICALS}},
+    settings=AgentLeakSettings,
     max_rounds={v: 8 for v in VERTICALS},
-    report="localbench.benchmarks.agentleak.report:report_plan",
     paired_test="mcnemar",
     paired_metrics=(("CLR:C1", "CLR:C2"),),
 )

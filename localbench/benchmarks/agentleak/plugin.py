@@ -6,13 +6,14 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from localbench.benchmarks.agentleak.design import DESIGN
+from localbench.benchmarks.contract import Benchmark
 
 
-class AgentLeak:
+class AgentLeak(Benchmark):
     name = "agentleak"
     design = DESIGN
     leakage_judges = ("leak",)
-    planted_judge = "planted (truth)"
+    rubric_folder = "agentleak"
     judge_optional = True  # tiers 1-2 need no model: `--judge none` scores with them alone (tier 3 off)
 
     def scripted_backend(self, name: str):
@@ -46,11 +47,6 @@ class AgentLeak:
 
         return AgentLeakSimulator()
 
-    def rubric_files(self) -> list[Path]:
-        from localbench.judging.rubrics import judges_dir
-
-        return sorted((judges_dir() / "agentleak").glob("*.j2"))
-
     def judge_tasks(self, spec, transcripts, scenarios, client, store):
         from localbench.benchmarks.agentleak.evaluate import build_tasks
 
@@ -72,27 +68,17 @@ class AgentLeak:
             return None
         return leak_units(judgments)
 
-    def planted_judgments(self, transcripts):
-        return []
-
     def build_gold(self, scenarios: Iterable[Any], seed: int = 0, methods: list[str] | None = None, variants: int = 1):
         from localbench.benchmarks.agentleak.gold_pairs import build_gold
 
         return build_gold(list(scenarios), seed=seed, methods=methods, variants=variants)
 
-    def write_planted_run(self, run_dir: Path, source: str, shares: dict[str, float], seed: int = 0) -> Path:
-        from localbench.errors import UserError
-
-        raise UserError("agentleak: planted runs are AgentSocialBench's for now; use `judges eval` on gold items")
-
-    def generate_scenarios(self, n: int, seed: int, out: Path, overwrite: bool = False) -> list[Path]:
+    def generate_scenarios(self, n: int, seed: int, out: Path, overwrite: bool = False,
+                           model: str | None = None) -> list[Path]:
         """`localbench data gen agentleak`: new scenarios with Faker and python-stdnum, one YAML each."""
         from localbench.benchmarks.agentleak.generate import generate, write_scenarios
 
         return write_scenarios(generate(n, seed), out, overwrite=overwrite)
-
-    def consequence_notes(self, categories: set[str]) -> list[str]:
-        return []
 
     def judge_checks(self):
         from localbench.benchmarks.agentleak.design import CHANNEL_METRICS
@@ -107,3 +93,8 @@ class AgentLeak:
         from localbench.benchmarks.agentleak.view import view_simulation
 
         return view_simulation(transcript, judgments, scenario)
+
+    def report_plan(self):
+        from localbench.benchmarks.agentleak.report import report_plan
+
+        return report_plan()

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from localbench.benchmarks.agentleak.design import CHANNEL_METRICS
 from localbench.benchmarks.agentleak.scenario import CHANNELS, FAMILIES, VERTICALS
-from localbench.design import ALL, ReportPlan
+from localbench.design import ALL
+from localbench.report.plan import ReportPlan
 from localbench.report.aggregate import Estimate
 from localbench.report.data import RunData
 from localbench.report.figures import FigureResult, bars_by_level, metric_matrix

@@ -16,7 +16,7 @@ from localbench.benchmarks.agentleak.scenario import Scenario
 from localbench.benchmarks.agentleak.system import TEMPERATURES, AgentSystem, Settings
 from localbench.records import Transcript
 from localbench.runtime.clients import RoleClients
-from localbench.runtime.harness import Unit, model_provenance, scenarios_hash
+from localbench.runtime.harness import Simulator, Unit, model_provenance, scenarios_hash
 from localbench.spec import RunSpec, SpecError
 
 CALL_ROLES = ("agent",)
@@ -30,9 +30,9 @@ def settings_of(spec: RunSpec) -> list[Setting]:
 
 
 def sim_settings(spec: RunSpec, vertical: str) -> Settings:
-    chars = spec.extra.get("text_max_chars") or max(64, min(600, 3 * (spec.max_tokens - 40) - REASONING_CHARS))
+    chars = spec.settings.text_max_chars or max(64, min(600, 3 * (spec.max_tokens - 40) - REASONING_CHARS))
     return Settings(run_seed=spec.seed, max_rounds=spec.max_rounds_for(vertical), max_tokens=spec.max_tokens,
-                    text_chars=int(chars))
+                    text_chars=chars)
 
 
 def load_for(spec: RunSpec) -> tuple[list[Scenario], int]:
@@ -42,17 +42,14 @@ def load_for(spec: RunSpec) -> tuple[list[Scenario], int]:
     return res.scenarios, len(res.issues)
 
 
-class AgentLeakSimulator:
+class AgentLeakSimulator(Simulator):
     """``runtime.harness.Simulator`` for AgentLeak."""
 
     call_roles = CALL_ROLES
     aliases: dict[str, str] = {}
 
     def check(self, spec: RunSpec) -> None:
-        settings_of(spec)
-        chars = spec.extra.get("text_max_chars")
-        if chars is not None and (not isinstance(chars, int) or chars < 16):
-            raise SpecError(f"field 'extra.text_max_chars': must be an integer ≥ 16, got {chars!r}")
+        settings_of(spec)  # its own settings (``extra``) were checked when the spec was read
 
     def load(self, spec: RunSpec) -> tuple[list[Scenario], int]:
         return load_for(spec)

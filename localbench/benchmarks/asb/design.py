@@ -7,8 +7,19 @@ is how they are named, described and read.
 
 from __future__ import annotations
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from localbench.benchmarks.asb.judges import BEHAVIOURS, CU_BEHAVIOURS, NEGATIVE
 from localbench.design import Axis, Design, Metric, Role
+
+
+class AsbSettings(BaseModel):
+    """AgentSocialBench's own settings (a spec's ``extra``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    message_max_chars: int | None = Field(None, ge=1, description="the maxLength of every message "
+                                                                   "(default: 3 × (max_tokens − 32), 32..1000)")
 
 DYADIC = ("CD", "MC", "CU")
 MULTI_PARTY = ("GC", "HS", "CM", "AM")
@@ -89,6 +100,6 @@ DESIGN = Design(
     metrics=METRICS,
     headline=HEADLINE,
     embedded_default=EMBEDDED_DEFAULT,
+    settings=AsbSettings,
     max_rounds=DEFAULT_MAX_ROUNDS,
-    report="localbench.benchmarks.asb.report:report_plan",
 )

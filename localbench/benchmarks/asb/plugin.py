@@ -10,20 +10,18 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from localbench.benchmarks.asb.design import DESIGN
+from localbench.benchmarks.contract import Benchmark
 from localbench.benchmarks.asb.judges import ItemLeakJudge
 from localbench.benchmarks.asb.planting import PLANTABLE, PLANTED
 
 
-class AgentSocialBench:
+class AgentSocialBench(Benchmark):
     name = "asb"
     design = DESIGN
     item_judge = ItemLeakJudge()
     leakage_judges = ("privacy", "privacy_pairs")
     planted_judge = PLANTED
-    judge_optional = False  # its leakage scores are the judge's labels
-
-    def scripted_backend(self, name: str):
-        return None  # every agent is a model
+    rubric_folder = "asb"
 
     def check_source(self, source: str):
         from localbench.benchmarks.asb.check import check_source
@@ -43,11 +41,6 @@ class AgentSocialBench:
         from localbench.benchmarks.asb.simulate import AsbSimulator
 
         return AsbSimulator()
-
-    def rubric_files(self) -> list[Path]:
-        from localbench.judging.rubrics import judges_dir
-
-        return sorted((judges_dir() / "asb").glob("*.j2"))
 
     def judge_tasks(self, spec, transcripts, scenarios, client, store):
         from localbench.benchmarks.asb.evaluate import build_tasks
@@ -89,6 +82,11 @@ class AgentSocialBench:
         from localbench.benchmarks.asb.judges import judge_checks
 
         return judge_checks()
+
+    def report_plan(self):
+        from localbench.benchmarks.asb.report import report_plan
+
+        return report_plan()
 
     def consequence_notes(self, categories: set[str]) -> list[str]:
         if categories - set(PLANTABLE):

@@ -13,7 +13,8 @@
 from __future__ import annotations
 
 from localbench.benchmarks.asb.design import CATEGORIES, DYADIC, HEADLINE, MULTI_PARTY
-from localbench.design import ALL, ReportPlan
+from localbench.design import ALL
+from localbench.report.plan import ReportPlan
 from localbench.report.aggregate import Estimate, pooled_leak, pooled_metric
 from localbench.report.data import RunData
 from localbench.report.figures import FigureResult, group_heatmap, join_notes, metric_by_level, split_bars, tradeoff

@@ -22,7 +22,7 @@ from localbench.benchmarks.asb.scenario import CATEGORY_NAMES, Scenario
 from localbench.records import Transcript
 from localbench.runtime import harness
 from localbench.runtime.clients import RoleClients
-from localbench.runtime.harness import Unit, model_provenance, scenarios_hash
+from localbench.runtime.harness import Simulator, Unit, model_provenance, scenarios_hash
 from localbench.runtime.summary import SimulationSummary
 from localbench.spec import RunSpec, SpecError
 
@@ -34,9 +34,6 @@ ALIASES = {"coordinator": "agent"}  # a team's coordinator is played by the agen
 def check_spec(spec: RunSpec) -> None:
     """Simulation-specific checks of a spec, with the field named (round limits are checked
     against the design when the spec is validated)."""
-    chars = spec.extra.get("message_max_chars")
-    if chars is not None and (not isinstance(chars, int) or chars < 1):
-        raise SpecError(f"field 'extra.message_max_chars': must be a positive integer, got {chars!r}")
     try:
         resolve_levels(spec.levels)
     except LevelError as e:  # named as the spec's field, as the other benchmarks' level errors are
@@ -48,9 +45,9 @@ def check_spec(spec: RunSpec) -> None:
 
 
 def settings_for(spec: RunSpec, category: str) -> SimSettings:
-    chars = spec.extra.get("message_max_chars") or default_message_chars(spec.max_tokens)
+    chars = spec.settings.message_max_chars or default_message_chars(spec.max_tokens)
     return SimSettings(run_seed=spec.seed, max_rounds=spec.max_rounds_for(category), max_tokens=spec.max_tokens,
-                       message_max_chars=int(chars))
+                       message_max_chars=chars)
 
 
 def engine_for(scenario: Scenario) -> type[Simulation]:
@@ -109,7 +106,7 @@ def load_for(spec: RunSpec) -> tuple[list[Scenario], int]:
     return res.scenarios, len(res.issues)
 
 
-class AsbSimulator:
+class AsbSimulator(Simulator):
     """``runtime.harness.Simulator`` for AgentSocialBench."""
 
     call_roles = CALL_ROLES

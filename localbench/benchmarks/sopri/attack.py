@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pkgutil import resolve_name
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from localbench.benchmarks.sopri.scenario import SLOTS, known_slot
-from localbench.design import load
 
 if TYPE_CHECKING:
     from localbench.benchmarks.sopri.scenario import User
@@ -182,4 +182,4 @@ class Attacker(Protocol):
 
 
 def attacker_for(condition: Condition) -> Attacker:
-    return load(ATTACKERS[condition.attacker])()
+    return resolve_name(ATTACKERS[condition.attacker])()

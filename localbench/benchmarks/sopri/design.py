@@ -8,9 +8,34 @@ first, so every other attacker, ablation and defense is compared with the tool-u
 
 from __future__ import annotations
 
-from localbench.benchmarks.sopri.attack import ABLATIONS, ATTACKER_ORDER, DEFENSES, REFERENCE
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from localbench.benchmarks.sopri.attack import ABLATIONS, ATTACKER_ORDER, DEFENSES, MAX_INFERENCES, REFERENCE
 from localbench.benchmarks.sopri.scenario import DIFFICULTIES, DIMENSIONS
 from localbench.design import Axis, Design, Metric, Role
+
+
+
+class SopriSettings(BaseModel):
+    """SopriBench's own settings (a spec's ``extra``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    judge: Literal["model", "exact"] | None = Field(
+        None, description="'model' (the judge preset) or 'exact' (the deterministic reference judge)")
+    answer_tokens: int | None = Field(None, ge=16, description="tokens per attacker call (default: max_tokens, "
+                                                                  "at least 768)")
+    max_inferences: int = Field(MAX_INFERENCES, ge=1, description="the prompt's 'at most N attributes'")
+    route_budget: int = Field(20, ge=0, description="the abductive attacker's cost budget B (the paper's 20)")
+    temperatures: dict[str, Annotated[float, Field(ge=0)]] | None = Field(
+        None, description="role -> sampling temperature (attacker 0.7, sanitizer 0.7)")
+    abductive_rounds: int | None = Field(None, ge=1, description="hypothesize passes (default: the round limit)")
+    abductive_steps: int | None = Field(None, ge=1, description="select → verify steps in all (24)")
+    abductive_routes: int | None = Field(None, ge=1, description="routes per hypothesis before it waits (2)")
+    abductive_iterations: int | None = Field(None, ge=1, description="select → verify iterations per hypothesis (6)")
+
 
 COHORTS = ("synthetic",)
 DEFAULT_ATTACKERS = ("single", "text", "post", "selfdisc", "abductive")
@@ -60,6 +85,6 @@ DESIGN = Design(
     metrics=METRICS,
     headline={c: "PES" for c in COHORTS},
     embedded_default={"scenarios": "builtin", "levels": ["single", "text"], "max_rounds": {"synthetic": 4}},
+    settings=SopriSettings,
     max_rounds={"synthetic": 8},
-    report="localbench.benchmarks.sopri.report:report_plan",
 )

@@ -64,7 +64,7 @@ def answers_of(t: Transcript) -> dict[str, Inference]:
 
 def judge_name(spec: RunSpec) -> str:
     """``exact`` when the spec asks for the deterministic judge (``extra.judge: exact``), else ``model``."""
-    return str(spec.extra.get("judge") or "model")
+    return spec.settings.judge or "model"
 
 
 def _rule(store: RecordStore[Judgment], t: Transcript, judge: str, rubric: str, label: dict[str, Any]) -> Judgment:

@@ -5,18 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from localbench.benchmarks.contract import Benchmark
 from localbench.benchmarks.sopri.design import DESIGN
 
 
-class SopriBench:
+class SopriBench(Benchmark):
     name = "sopri"
     design = DESIGN
     leakage_judges = ("granularity",)
-    planted_judge = "planted (truth)"
-    judge_optional = False  # its leakage scores are the judge's labels
-
-    def scripted_backend(self, name: str):
-        return None  # every agent is a model
+    rubric_folder = "sopri"
+    generator_takes_model = True
 
     @property
     def item_judge(self):
@@ -43,11 +41,6 @@ class SopriBench:
 
         return SopriSimulator()
 
-    def rubric_files(self) -> list[Path]:
-        from localbench.judging.rubrics import judges_dir
-
-        return sorted((judges_dir() / "sopri").glob("*.j2"))
-
     def judge_tasks(self, spec, transcripts, scenarios, client, store):
         from localbench.benchmarks.sopri.evaluate import build_tasks
 
@@ -64,18 +57,10 @@ class SopriBench:
 
         return leak_units(scenario, judgments)
 
-    def planted_judgments(self, transcripts):
-        return []
-
     def build_gold(self, scenarios: Iterable[Any], seed: int = 0, methods: list[str] | None = None, variants: int = 1):
         from localbench.benchmarks.sopri.gold_pairs import build_gold
 
         return build_gold(list(scenarios), seed=seed, methods=methods, variants=variants)
-
-    def write_planted_run(self, run_dir: Path, source: str, shares: dict[str, float], seed: int = 0) -> Path:
-        from localbench.errors import UserError
-
-        raise UserError("sopri: planted runs are AgentSocialBench's for now; use `judges eval` on gold items")
 
     def generate_scenarios(self, n: int, seed: int, out: Path, overwrite: bool = False,
                            model: str | None = None) -> list[Path]:
@@ -83,9 +68,6 @@ class SopriBench:
         from localbench.benchmarks.sopri.generate import generate_users
 
         return generate_users(n, seed, out, overwrite=overwrite, model=model)
-
-    def consequence_notes(self, categories: set[str]) -> list[str]:
-        return []
 
     def judge_checks(self):
         from localbench.judging.sanity import JudgeChecks
@@ -97,3 +79,8 @@ class SopriBench:
         from localbench.benchmarks.sopri.view import view_simulation
 
         return view_simulation(transcript, judgments, scenario)
+
+    def report_plan(self):
+        from localbench.benchmarks.sopri.report import report_plan
+
+        return report_plan()

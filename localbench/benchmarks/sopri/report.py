@@ -15,7 +15,8 @@ from collections import defaultdict
 
 from localbench.benchmarks.sopri.design import DIFFICULTY_METRICS, DIMENSION_METRICS
 from localbench.benchmarks.sopri.scenario import DIFFICULTIES
-from localbench.design import ALL, ReportPlan
+from localbench.design import ALL
+from localbench.report.plan import ReportPlan
 from localbench.records import Transcript
 from localbench.report.aggregate import Estimate
 from localbench.report.data import RunData

@@ -15,7 +15,6 @@ import time
 from typing import Any
 
 from localbench.benchmarks.sopri.attack import (
-    MAX_INFERENCES,
     REFERENCE,
     AttackContext,
     AttackResult,
@@ -34,7 +33,7 @@ from localbench.paths import cache_dir
 from localbench.records import Transcript
 from localbench.runtime.calls import OutOfContext, SimulationCalls
 from localbench.runtime.clients import RoleClients
-from localbench.runtime.harness import Unit, model_provenance, scenarios_hash
+from localbench.runtime.harness import Simulator, Unit, model_provenance, scenarios_hash
 from localbench.runtime.log import ConversationLog
 from localbench.serving.seeds import derive_seed
 from localbench.spec import RunSpec, SpecError
@@ -42,7 +41,6 @@ from localbench.spec import RunSpec, SpecError
 CALL_ROLES = ("attacker", "sanitizer")
 TEMPERATURES = {"attacker": 0.7, "sanitizer": 0.7}
 ANSWER_TOKENS = 768  # a profile of a dozen inferences does not fit a chat turn's 200 tokens
-ROUTE_BUDGET = 20  # the paper's B = 20 cost units
 NOT_ANSWERED = ("no_answer", "context_exhausted")
 
 
@@ -55,11 +53,11 @@ def conditions_of(spec: RunSpec) -> list[Condition]:
 
 def answer_tokens(spec: RunSpec) -> int:
     """Tokens per model call: ``extra.answer_tokens``, else at least ANSWER_TOKENS."""
-    return int(spec.extra.get("answer_tokens") or max(spec.max_tokens, ANSWER_TOKENS))
+    return spec.settings.answer_tokens or max(spec.max_tokens, ANSWER_TOKENS)
 
 
 def temperatures(spec: RunSpec) -> dict[str, float]:
-    return {**TEMPERATURES, **{k: float(v) for k, v in (spec.extra.get("temperatures") or {}).items()}}
+    return {**TEMPERATURES, **(spec.settings.temperatures or {})}
 
 
 def vision_of(clients: RoleClients) -> bool:
@@ -67,7 +65,7 @@ def vision_of(clients: RoleClients) -> bool:
     return bool(getattr(clients.for_role("attacker").backend, "accepts_images", False))
 
 
-class SopriSimulator:
+class SopriSimulator(Simulator):
     """``runtime.harness.Simulator`` for SopriBench."""
 
     call_roles = CALL_ROLES
@@ -79,19 +77,7 @@ class SopriSimulator:
         self.suite: list[User] = []  # every user of the source, for the majority attacker
 
     def check(self, spec: RunSpec) -> None:
-        conditions_of(spec)
-        for name, lo in (("answer_tokens", 16), ("route_budget", 0), ("max_inferences", 1)):
-            v = spec.extra.get(name)
-            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < lo):
-                raise SpecError(f"field 'extra.{name}': must be an integer ≥ {lo}, got {v!r}")
-        judge = spec.extra.get("judge")
-        if judge is not None and judge not in ("model", "exact"):
-            raise SpecError(f"field 'extra.judge': 'model' (the judge preset) or 'exact' (the deterministic "
-                            f"reference judge), got {judge!r}")
-        temps = spec.extra.get("temperatures")
-        if temps is not None and (not isinstance(temps, dict) or any(
-                not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0 for v in temps.values())):
-            raise SpecError(f"field 'extra.temperatures': must map roles to temperatures ≥ 0, got {temps!r}")
+        conditions_of(spec)  # its settings (``extra``) were checked when the spec was read
 
     def load(self, spec: RunSpec) -> tuple[list[User], int]:
         from localbench.benchmarks.sopri.loaders import load_users
@@ -123,14 +109,14 @@ class SopriSimulator:
             "tools": {"costs": dict(COSTS), "tesseract": tesseract},
             "defaults": {"max_rounds": {c: spec.max_rounds_for(c) for c in spec.design.categories},
                          "temperatures": temperatures(spec), "answer_tokens": answer_tokens(spec),
-                         "route_budget": int(spec.extra.get("route_budget", ROUTE_BUDGET)),
-                         "max_inferences": int(spec.extra.get("max_inferences", MAX_INFERENCES))},
+                         "route_budget": spec.settings.route_budget,
+                         "max_inferences": spec.settings.max_inferences},
             "scenarios": {"source": spec.scenarios, "n": len(users), "load_issues": n_issues},
         }
 
     async def prepare(self, spec: RunSpec, units: list[Unit], clients: RoleClients) -> str:
         """Read with OCR, before any simulation starts, every image that will reach an attacker as
-        text (``runtime.harness.Preparing``): for a text model, the images of the users of every
+        text (``runtime.harness.Simulator.prepare``): for a text model, the images of the users of every
         attacker that looks at images (not TextLLM, which sees none, nor the reference attackers);
         none for a VLM. Images already in the OCR cache cost nothing."""
         vision = vision_of(clients)
@@ -168,8 +154,8 @@ class SopriSimulator:
         ctx = AttackContext(
             user=user, condition=condition, toolbox=toolbox, calls=calls, log=log,
             seed=lambda *p: derive_seed(spec.seed, user.id, unit.level, unit.seed_index, *p),
-            key=unit.key, vision=vision, max_inferences=int(spec.extra.get("max_inferences", MAX_INFERENCES)),
-            budget=int(spec.extra.get("route_budget", ROUTE_BUDGET)),
+            key=unit.key, vision=vision, max_inferences=spec.settings.max_inferences,
+            budget=spec.settings.route_budget,
             settings={**spec.extra, "max_rounds": max_rounds, "ocr_reader": self.reader, "suite_users": self.suite})
         try:
             result = await attacker_for(condition).attack(ctx)

@@ -32,7 +32,6 @@ DESIGN = Design(
     metrics=METRICS,
     headline={v: "multi:c" for v in VERTICALS},
     max_rounds={v: 1 for v in VERTICALS},  # nothing is simulated; the shared spec asks every category for one
-    report="localbench.benchmarks.agentleak.published.report:report_plan",
     paired_test="mcnemar",
     paired_metrics=tuple((f"{q}:b", f"{q}:c") for q in ("C1", "C2", "C5", "multi", "H1")),
 )

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable
 
 from localbench.benchmarks.agentleak.published.design import DESIGN, SETTING
+from localbench.benchmarks.contract import Benchmark
 from localbench.errors import UserError
+from localbench.runtime.harness import Simulator, Unit
 
 NOT_SIMULATED = "an imported run is not simulated: `localbench import agentleak-traces PATH` writes it"
 
@@ -23,9 +25,8 @@ class ImportedTrace:
     payload: dict[str, Any] = field(default_factory=dict)
 
 
-class ImportedSimulator:
-    call_roles: tuple[str, ...] = ()
-    aliases: Mapping[str, str] = {}
+class ImportedSimulator(Simulator):
+    """Refuses to simulate: an imported run's transcripts are the published traces."""
 
     def check(self, spec) -> None:
         from localbench.spec import SpecError
@@ -36,15 +37,7 @@ class ImportedSimulator:
         return list(load_imported(spec.scenarios).values()), 0
 
     def plan(self, spec, scenarios):
-        from localbench.runtime.harness import Unit
-
         return [Unit(s.id, s.vertical, SETTING) for s in scenarios]
-
-    def fingerprint(self, scenarios):
-        return {}
-
-    def provenance(self, spec, clients, scenarios, n_issues):
-        return {}
 
     def play(self, unit, clients, spec):
         raise UserError(NOT_SIMULATED)
@@ -71,16 +64,10 @@ def load_imported(source: str, categories: Iterable[str] | str | None = None, li
     return out
 
 
-class AgentLeakTraces:
+class AgentLeakTraces(Benchmark):
     name = "agentleak-traces"
     design = DESIGN
     leakage_judges = ("rules", "leak")  # leak: AgentLeak's Tier-3 judge, on the sample only
-    planted_judge = "planted (truth)"
-    judge_optional = False  # its leakage scores are the judge's labels
-
-    def scripted_backend(self, name: str):
-        return None  # every agent is a model
-
     item_judge = None  # Tier 1-2 rules label these runs; gold-set evaluations of the leak judge run on `agentleak`
 
     def check_source(self, source: str):
@@ -116,20 +103,8 @@ class AgentLeakTraces:
 
         return scenario_scores(transcripts, judge)
 
-    def leak_units(self, scenario, judgments):
-        return None
-
-    def planted_judgments(self, transcripts):
-        return []
-
     def build_gold(self, scenarios, seed: int = 0, methods=None, variants: int = 1):
         raise UserError("agentleak-traces builds no gold set: use `agentleak`")
-
-    def write_planted_run(self, run_dir: Path, source: str, shares: dict[str, float], seed: int = 0) -> Path:
-        raise UserError("agentleak-traces has no planted runs")
-
-    def consequence_notes(self, categories: set[str]) -> list[str]:
-        return []
 
     def judge_checks(self):
         from localbench.judging.sanity import JudgeChecks
@@ -141,3 +116,8 @@ class AgentLeakTraces:
         from localbench.benchmarks.agentleak.published.view import view_simulation
 
         return view_simulation(transcript)
+
+    def report_plan(self):
+        from localbench.benchmarks.agentleak.published.report import report_plan
+
+        return report_plan()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from localbench.benchmarks.agentleak.published.causes import group_causes
 from localbench.benchmarks.agentleak.published.tables import agreement, four_columns, p_text, pct
-from localbench.design import ReportPlan
+from localbench.report.plan import ReportPlan
 from localbench.records import ScenarioScore
 from localbench.report.data import RunData
 from localbench.report.tables import CellFormat, Column, Row, Table
