@@ -114,3 +114,61 @@ def test_the_name_check_finds_a_metric_and_a_category(tmp_path):
     (tmp_path / "benchmarks" / "asb" / "y.py").write_text('"CD"\n')
     (tmp_path / "benchmarks" / "__init__.py").write_text('HEADLINE = "MLR"\n')  # the shared plug-in protocol
     assert _asb_mentions(tmp_path) == ["benchmarks/__init__.py:1: MLR", "report/x.py:1: CD", "report/x.py:1: CDLR"]
+
+
+# -- no shared module names a benchmark ------------------------------------------------------------------
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """ids of the docstring nodes (a module's, class's or function's first string): prose, not code."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                out.add(id(first.value))
+    return out
+
+
+def _benchmark_mentions(root: Path, names: list[str]) -> list[str]:
+    """file:line: what, for every import of a benchmark's folder and every string in code that names a
+    registered benchmark, in a module outside that benchmark's folder (the registry's default excepted)."""
+    word = re.compile(r"(?<![A-Za-z0-9_-])(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+                      + r")(?![A-Za-z0-9_-])")
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        own = rel.parts[1] if rel.parts[0] == "benchmarks" and len(rel.parts) > 2 else None
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        prose = _docstrings(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                for m in modules:
+                    parts = m.split(".")
+                    if parts[:2] == ["localbench", "benchmarks"] and len(parts) > 2 and parts[2] not in ("contract",) \
+                            and parts[2] != own:
+                        out.append(f"{rel}:{node.lineno}: imports {m}")
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose \
+                    and own is None and rel != Path("registry.py"):
+                for m in word.finditer(node.value):
+                    out.append(f"{rel}:{node.lineno}: '{m.group(1)}'")
+    return out
+
+
+def test_no_shared_module_names_a_benchmark():
+    """A fourth benchmark is a folder: nothing outside a benchmark's folder imports it or names it in
+    code (prose in docstrings may use one as an example); benchmarks do not import each other."""
+    from localbench.registry import registered
+
+    assert _benchmark_mentions(PACKAGE, list(registered())) == []
+
+
+def test_the_benchmark_check_finds_an_import_and_a_name(tmp_path):
+    (tmp_path / "report").mkdir()
+    (tmp_path / "report" / "x.py").write_text('"""About sopri, in prose."""\nfrom localbench.benchmarks.sopri import y\n'
+                                              'NAME = "sopri"\nOK = "sopria"\n')
+    (tmp_path / "benchmarks" / "asb").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "asb" / "z.py").write_text('NAME = "asb"\nimport localbench.benchmarks.sopri.w\n')
+    assert _benchmark_mentions(tmp_path, ["asb", "sopri"]) == [
+        "benchmarks/asb/z.py:2: imports localbench.benchmarks.sopri.w",
+        "report/x.py:2: imports localbench.benchmarks.sopri", "report/x.py:3: 'sopri'"]

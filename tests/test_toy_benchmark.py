@@ -87,6 +87,9 @@ def test_run_then_each_stage_alone_give_the_same_scores(tmp_path, tiny_dir):
               "--max-rounds", "1", "--no-progress"]
     cli("simulate", *common)
     staged = tmp_path / "staged"
+    before = (staged / "transcripts.jsonl").read_text()
+    cli("simulate", *common)  # a rerun resumes: every simulation is there, none is played again
+    assert (staged / "transcripts.jsonl").read_text() == before
     cli("score", str(staged))  # before judging: every simulation is unscored, and the note says what finishes it
     notes = json.loads((staged / "scores.json").read_text())["notes"]
     assert any("8 simulations have no leakage score: the grader has not read these notes "
@@ -96,6 +99,21 @@ def test_run_then_each_stage_alone_give_the_same_scores(tmp_path, tiny_dir):
     cli("report", str(staged))
     again = json.loads((staged / "scores.json").read_text())
     assert again["rows"] == scores["rows"] and again["comparisons"] == scores["comparisons"]
+
+
+def test_nothing_outside_its_folder_names_it():
+    """Adding the toy touched no file of localbench: the package, its packaging and the folders users
+    edit never name it (its entry point is its own distribution's, tests/toy_benchmark/__init__.py)."""
+    import re
+
+    root = TESTS.parent
+    word = re.compile(r"\b(toy_benchmark|ToySecrets|toy)\b", re.IGNORECASE)
+    files = [root / "pyproject.toml", root / "Makefile", *(p for d in ("localbench", "serving", "judges", "scenarios",
+                                                                      "slurm", "scripts") for p in (root / d).rglob("*"))]
+    named = [f"{p.relative_to(root)}:{n}" for p in files if p.is_file() and p.suffix not in (".png", ".pyc", ".gz")
+             for n, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+             if word.search(line) and "toy 8×16 probe" not in line]  # the one unrelated "toy" (serving/hf/linear.py)
+    assert named == []
 
 
 def _the_viewer_shows_a_toy_simulation(run: Path) -> None:

@@ -15,6 +15,7 @@ need (an ``ItemJudge``, a list of ``JudgeTask``s, a ``Simulator``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping, Protocol, Sequence
 
@@ -65,6 +66,21 @@ class DataCheck(Protocol):
     def per_category(self) -> Mapping[str, CategoryCheck]: ...
 
     def issues_by_field(self) -> list[tuple[str, int, Any]]: ...  # (field, count, first example)
+
+
+class RunStages(Protocol):
+    """The pipeline's stages as a benchmark's own command may use them (given by commands/, so a
+    benchmark never imports the pipeline above it)."""
+
+    def log(self, msg: str) -> None: ...
+
+    def has_transcripts(self, run_dir: Path) -> bool: ...
+
+    def judge(self, run_dir: Path, preset: str) -> None: ...
+
+    def score(self, run_dir: Path) -> tuple[float, float]: ...  # wall and CPU seconds
+
+    def report(self, run_dir: Path) -> None: ...  # report and viewer
 
 
 class Benchmark:
@@ -156,6 +172,11 @@ class Benchmark:
     def write_planted_run(self, run_dir: Path, source: str, shares: dict[str, float], seed: int = 0) -> Path:
         """`judges plant`: a synthetic run whose leaks are known by construction."""
         raise UserError(f"{self.name} has no planted runs; use `judges eval` on gold items")
+
+    def import_command(self, stages: RunStages) -> Callable[..., None] | None:
+        """`localbench import <name> PATH ...`: a function whose parameters are typer options, that
+        writes someone else's published run as a run directory; None: nothing to import."""
+        return None
 
     def generate_scenarios(self, n: int, seed: int, out: Path, overwrite: bool = False,
                            model: str | None = None) -> list[Path]:

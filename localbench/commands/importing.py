@@ -1,77 +1,61 @@
-"""`localbench import agentleak-traces PATH`: a peer's published traces as an ordinary run directory,
-which `localbench score`, `report` and `view` then read like any other (nothing is re-simulated)."""
+"""`localbench import NAME PATH`: someone else's published run as an ordinary run directory, for each
+benchmark that declares an import command (``Benchmark.import_command``); nothing is re-simulated."""
 
 from __future__ import annotations
 
+import resource
 import time
 from pathlib import Path
 
 import typer
 
 
+class PipelineStages:
+    """The pipeline's stages as a benchmark's own command may use them (``contract.RunStages``)."""
+
+    def log(self, msg: str) -> None:
+        from localbench.pipeline import log
+
+        log(msg)
+
+    def has_transcripts(self, run_dir: Path) -> bool:
+        return (run_dir / "transcripts.jsonl").exists()
+
+    def judge(self, run_dir: Path, preset: str) -> None:
+        from localbench.pipeline import judge_stage, spec_of
+
+        spec = spec_of(run_dir)
+        judge_stage(spec.with_model(spec.design.judge_role, preset))
+
+    def score(self, run_dir: Path) -> tuple[float, float]:
+        from localbench.pipeline import score_stage, spec_of
+
+        t0, c0 = time.monotonic(), _cpu()
+        score_stage(spec_of(run_dir))
+        return time.monotonic() - t0, _cpu() - c0
+
+    def report(self, run_dir: Path) -> None:
+        from localbench.pipeline import report_stage, spec_of
+        from localbench.viewer.build import refresh_run_viewer
+
+        report_stage(spec_of(run_dir))
+        self.log(refresh_run_viewer(run_dir))
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and its children."""
+    return sum(getattr(resource.getrusage(w), f) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+               for f in ("ru_utime", "ru_stime"))
+
+
 def register(app: typer.Typer) -> None:
+    from localbench.registry import get_benchmark, registered
+
     imp = typer.Typer(help="Import published traces as a run directory (nothing is re-simulated).",
                       no_args_is_help=True)
     app.add_typer(imp, name="import")
-
-    @imp.command("agentleak-traces")
-    def agentleak_traces(
-        path: Path = typer.Argument(..., help="a .jsonl.gz, a .jsonl, or a folder of the AgentLeak harness's trace_*.json"),
-        out: Path = typer.Option(Path("runs"), "--out", help="where the run directory goes"),
-        run_id: str = typer.Option(None, "--run-id", help="the run directory's name (default: from the source's hash)"),
-        sample: int = typer.Option(None, "--sample", min=1,
-                                   help="the Tier-3 sample: N channel messages stratified by model, vertical and "
-                                   "channel (every trace is still imported and scored by Tiers 1-2)"),
-        seed: int = typer.Option(0, "--seed", help="the sample's seed"),
-        judge: str = typer.Option(None, "--judge", help="judge the --sample with this judge preset (AgentLeak's "
-                                  "Tier-3 leak judge); later: `localbench judge RUN --judge PRESET`"),
-        score: bool = typer.Option(True, "--score/--no-score", help="score and report the run after importing"),
-        study: Path = typer.Option(None, "--study", help="also write the published-traces study (README.md and "
-                                   "figures) into this folder; an existing run of the same --run-id is rescored"),
-    ) -> None:
-        """Write RUN/spec.yaml and RUN/transcripts.jsonl (one transcript per trace); prints the run directory."""
-        from localbench.benchmarks.agentleak.published.importer import import_traces
-        from localbench.pipeline import log, report_stage, score_stage, spec_of
-
-        if judge and sample is None:
-            from localbench.errors import UserError
-
-            raise UserError("--judge judges the Tier-3 sample: give --sample N too")
-        t0 = time.monotonic()
-        existing = out / run_id if run_id and study is not None else None
-        reused = existing is not None and (existing / "transcripts.jsonl").exists()
-        if reused:
-            run_dir = existing
-            log(f"{run_dir}: already imported; rescoring it")
-        else:
-            summary = import_traces(path, out, run_id, sample, seed)
-            log(f"{summary.line()} ({time.monotonic() - t0:.1f} s)")
-            for p in summary.problems[:5]:
-                log(f"not imported: {p}")
-            run_dir = summary.run_dir
-        t_import = time.monotonic() - t0
-        if judge:
-            from localbench.pipeline import judge_stage
-
-            spec = spec_of(run_dir)
-            judge_stage(spec.with_model(spec.design.judge_role, judge))  # the run's sample (UserError: none)
-        if score or study is not None:
-            import resource
-
-            def cpu() -> float:
-                return sum(getattr(resource.getrusage(w), f) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-                           for f in ("ru_utime", "ru_stime"))
-
-            c0 = cpu()
-            score_stage(spec_of(run_dir))
-            t_score, cpu_score = time.monotonic() - t0 - t_import, cpu() - c0
-            report_stage(spec_of(run_dir))
-            from localbench.viewer.build import refresh_run_viewer
-
-            log(refresh_run_viewer(run_dir))
-            if study is not None:
-                from localbench.benchmarks.agentleak.published.study import write_readme
-
-                readme = write_readme(run_dir, study, None if reused else t_import, t_score, cpu_score)
-                log(f"study: {readme}")
-        typer.echo(str(run_dir))
+    stages = PipelineStages()
+    for name in registered():
+        command = get_benchmark(name).import_command(stages)
+        if command is not None:
+            imp.command(name)(command)

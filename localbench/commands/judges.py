@@ -65,7 +65,7 @@ def gold_build(
     categories: Optional[str] = typer.Option(None, help="comma-separated categories (default: all)"),
     limit: Optional[int] = typer.Option(None, help="scenarios per category"),
     methods: Optional[str] = typer.Option(None, help="comma-separated methods: leak types of the minimal pairs "
-                                                     "(verbatim, paraphrase, inference; sopri: exact, coarse), or "
+                                                     "(verbatim, paraphrase, inference, or the benchmark's own), or "
                                                      "any per-method construction (a study of one method, not a "
                                                      "ranking set; default: every pair type)"),
     variants: int = typer.Option(1, min=1, help="items per (private item, method), with different templates"),

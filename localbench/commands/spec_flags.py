@@ -12,10 +12,12 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from localbench.registry import DEFAULT_BENCHMARK
+
 SpecFile = Annotated[Optional[Path], typer.Option("--spec", help="RunSpec YAML; flags override its fields")]
 Scenarios = Annotated[Optional[str], typer.Option("--scenarios", help="builtin | DIR | hf:NAME")]
 Categories = Annotated[Optional[str], typer.Option("--categories", help="comma list of the benchmark's categories (default all)")]
-Benchmark = Annotated[Optional[str], typer.Option("--benchmark", help="the benchmark to run (default asb)")]
+Benchmark = Annotated[Optional[str], typer.Option("--benchmark", help=f"the benchmark to run (default {DEFAULT_BENCHMARK})")]
 
 
 def _levels_help() -> str:

@@ -364,7 +364,7 @@ def prepare(gold: str | Path, out: str | Path, config: EvalConfig, item_judge: I
             raise UserError(f"{out}: this eval directory holds results for another gold set "
                             f"({old.get('gold')}); use a new --out")
         if old.get("benchmark", DEFAULT_BENCHMARK) != config.benchmark:  # evals before the field: the default's
-            raise UserError(f"{out}: this eval directory holds answers to the '{old.get('benchmark', 'asb')}' "
+            raise UserError(f"{out}: this eval directory holds answers to the '{old.get('benchmark', DEFAULT_BENCHMARK)}' "
                             f"benchmark's judge, not '{config.benchmark}'; use a new --out")
         new = asdict(config)
         old = {"batch": False, "sample": 0, **old}  # evals before these settings asked one item per call, all items

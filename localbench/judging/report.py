@@ -35,6 +35,7 @@ from localbench.judging.reliability import (
     method_name,
     status_line,
 )
+from localbench.registry import DEFAULT_BENCHMARK
 from localbench.stats import CI
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -136,7 +137,7 @@ def _setup(rel: Reliability) -> Section:
              else "one item per call")
     return Section("Setup", text=[
         f"Gold set `{rel.gold}` ({of}; labels {counts}). Construction mix: {mix or 'n/a'}.{how}",
-        f"Every judge answered with the item-leakage rubric of the benchmark `{cfg.get('benchmark', 'asb')}` "
+        f"Every judge answered with the item-leakage rubric of the benchmark `{cfg.get('benchmark', DEFAULT_BENCHMARK)}` "
         f"(`{cfg.get('rubric')}`, hash {cfg.get('rubric_hash')}) and its schema, {asked}. Seeds: {cfg.get('seeds')} "
         f"(seed 0 greedy, others at temperature {cfg.get('temperature')}); variants: "
         f"{', '.join(['base'] + (['shuffled'] if cfg.get('shuffle') else []) + (['padded'] if cfg.get('pad') else []))}.",
@@ -205,7 +206,7 @@ def sections(rel: Reliability, figures: dict[str, str]) -> list[Section]:
                 text=["Accuracy = judge label equals the gold label; the error rate is FPR for the methods whose "
                       "label is none (the share called a leak) and FNR for the others (the share called none), with "
                       "a 95% Wilson interval (over the items of the method, n shown). Methods of this gold set "
-                      f"(benchmark `{rel.config.get('benchmark', 'asb')}`): "
+                      f"(benchmark `{rel.config.get('benchmark', DEFAULT_BENCHMARK)}`): "
                       + (", ".join(f"{m} ({n})" for m, n in rel.mix.items()) or "n/a") + "."])
     methods = sorted({(r.method, r.gold_label) for j in rows_of for r in j.by_method},
                      key=lambda t: ({"none": 0, "partial": 1, "full": 2}[t[1]], t[0]))

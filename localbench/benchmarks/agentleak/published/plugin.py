@@ -121,3 +121,9 @@ class AgentLeakTraces(Benchmark):
         from localbench.benchmarks.agentleak.published.report import report_plan
 
         return report_plan()
+
+    def import_command(self, stages):
+        """`localbench import agentleak-traces PATH`: the AgentLeak harness's published traces."""
+        from localbench.benchmarks.agentleak.published.command import import_command
+
+        return import_command(stages)
