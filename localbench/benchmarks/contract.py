@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from pkgutil import resolve_name
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping, Protocol, Sequence
 
 from localbench.design import Design
@@ -66,6 +67,18 @@ class DataCheck(Protocol):
     def per_category(self) -> Mapping[str, CategoryCheck]: ...
 
     def issues_by_field(self) -> list[tuple[str, int, Any]]: ...  # (field, count, first example)
+
+
+def delegate(target: str) -> Callable[..., Any]:
+    """A method that hands its arguments to ``"module:function"`` (or a class to construct), importing
+    the module on the first call: a benchmark's class names where each part lives, and looking the
+    benchmark up imports none of its stages."""
+
+    def method(self: Benchmark, *args: Any, **kwargs: Any) -> Any:
+        return resolve_name(target)(*args, **kwargs)
+
+    method.__doc__ = f"``{target}``"
+    return method
 
 
 class RunStages(Protocol):

@@ -1,4 +1,4 @@
-"""AgentLeak as a plug-in (``localbench.benchmarks.Benchmark``): thin adapters only."""
+"""AgentLeak's ``Benchmark``: where each part lives; the logic is in the modules it names."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from localbench.benchmarks.agentleak.design import DESIGN
-from localbench.benchmarks.contract import Benchmark
+from localbench.benchmarks.contract import Benchmark, delegate
+
+HERE = "localbench.benchmarks.agentleak"
 
 
 class AgentLeak(Benchmark):
@@ -15,6 +17,13 @@ class AgentLeak(Benchmark):
     leakage_judges = ("leak",)
     rubric_folder = "agentleak"
     judge_optional = True  # tiers 1-2 need no model: `--judge none` scores with them alone (tier 3 off)
+
+    check_source = delegate(f"{HERE}.check:check_source")
+    simulator = delegate(f"{HERE}.simulate:AgentLeakSimulator")
+    judge_tasks = delegate(f"{HERE}.evaluate:build_tasks")
+    view_simulation = delegate(f"{HERE}.view:view_simulation")
+    report_plan = delegate(f"{HERE}.report:report_plan")
+    build_gold = delegate(f"{HERE}.gold_pairs:build_gold")
 
     def scripted_backend(self, name: str):
         """``oracle`` and ``oracle-leaks-C<k>``: the scripted agents of ``oracle.py``."""
@@ -28,11 +37,6 @@ class AgentLeak(Benchmark):
 
         return VaultItemJudge()
 
-    def check_source(self, source: str):
-        from localbench.benchmarks.agentleak.check import check_source
-
-        return check_source(source)
-
     def load_scenarios(self, source: str, categories: Iterable[str] | str | None = None,
                        limit: int | None = None) -> dict[str, Any]:
         from localbench.benchmarks.agentleak.loaders import load_scenarios
@@ -41,16 +45,6 @@ class AgentLeak(Benchmark):
 
     def category_of(self, scenario: Any) -> str:
         return scenario.vertical
-
-    def simulator(self):
-        from localbench.benchmarks.agentleak.simulate import AgentLeakSimulator
-
-        return AgentLeakSimulator()
-
-    def judge_tasks(self, spec, transcripts, scenarios, client, store):
-        from localbench.benchmarks.agentleak.evaluate import build_tasks
-
-        return build_tasks(spec, transcripts, dict(scenarios), client, store)
 
     def scenario_scores(self, transcripts, judgments, scenarios: Mapping[str, Any], judge: str):
         from localbench.benchmarks.agentleak.scoring import scenario_scores
@@ -68,11 +62,6 @@ class AgentLeak(Benchmark):
             return None
         return leak_units(judgments)
 
-    def build_gold(self, scenarios: Iterable[Any], seed: int = 0, methods: list[str] | None = None, variants: int = 1):
-        from localbench.benchmarks.agentleak.gold_pairs import build_gold
-
-        return build_gold(list(scenarios), seed=seed, methods=methods, variants=variants)
-
     def generate_scenarios(self, n: int, seed: int, out: Path, overwrite: bool = False,
                            model: str | None = None) -> list[Path]:
         """`localbench data gen agentleak`: new scenarios with Faker and python-stdnum, one YAML each."""
@@ -88,13 +77,3 @@ class AgentLeak(Benchmark):
         return JudgeChecks(constant_exempt=("leak",), metrics={
             "leak": ("ELR", "ELR:all", "WLS", "H1", "H1:internal", "ASR", *CHANNEL_METRICS),
             "task": ("TSR:semantic",)})  # the task judge: "met" everywhere is said (a warning), not hidden
-
-    def view_simulation(self, transcript, judgments, scenario):
-        from localbench.benchmarks.agentleak.view import view_simulation
-
-        return view_simulation(transcript, judgments, scenario)
-
-    def report_plan(self):
-        from localbench.benchmarks.agentleak.report import report_plan
-
-        return report_plan()

@@ -1,12 +1,13 @@
-"""SopriBench as a plug-in (``localbench.benchmarks.Benchmark``): thin adapters only."""
+"""SopriBench's ``Benchmark``: where each part lives; the logic is in the modules it names."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable
 
-from localbench.benchmarks.contract import Benchmark
+from localbench.benchmarks.contract import Benchmark, delegate
 from localbench.benchmarks.sopri.design import DESIGN
+
+HERE = "localbench.benchmarks.sopri"
 
 
 class SopriBench(Benchmark):
@@ -22,10 +23,15 @@ class SopriBench(Benchmark):
 
         return SlotItemJudge()
 
-    def check_source(self, source: str):
-        from localbench.benchmarks.sopri.check import check_source
-
-        return check_source(source)
+    check_source = delegate(f"{HERE}.check:check_source")
+    simulator = delegate(f"{HERE}.simulate:SopriSimulator")
+    judge_tasks = delegate(f"{HERE}.evaluate:build_tasks")
+    scenario_scores = delegate(f"{HERE}.scoring:scenario_scores")
+    view_simulation = delegate(f"{HERE}.view:view_simulation")
+    leak_units = delegate(f"{HERE}.scoring:leak_units")  # each leaked attribute's grade; None where a call failed
+    report_plan = delegate(f"{HERE}.report:report_plan")
+    build_gold = delegate(f"{HERE}.gold_pairs:build_gold")
+    generate_scenarios = delegate(f"{HERE}.generate:generate_users")  # profile → leakage plan → posts → images
 
     def load_scenarios(self, source: str, categories: Iterable[str] | str | None = None,
                        limit: int | None = None) -> dict[str, Any]:
@@ -36,51 +42,8 @@ class SopriBench(Benchmark):
     def category_of(self, scenario: Any) -> str:
         return scenario.cohort
 
-    def simulator(self):
-        from localbench.benchmarks.sopri.simulate import SopriSimulator
-
-        return SopriSimulator()
-
-    def judge_tasks(self, spec, transcripts, scenarios, client, store):
-        from localbench.benchmarks.sopri.evaluate import build_tasks
-
-        return build_tasks(spec, transcripts, dict(scenarios), client, store)
-
-    def scenario_scores(self, transcripts, judgments, scenarios: Mapping[str, Any], judge: str):
-        from localbench.benchmarks.sopri.scoring import scenario_scores
-
-        return scenario_scores(transcripts, judgments, dict(scenarios), judge)
-
-    def leak_units(self, scenario, judgments):
-        """Each leaked attribute's grade (none / partial / full), or None where a call failed or is missing."""
-        from localbench.benchmarks.sopri.scoring import leak_units
-
-        return leak_units(scenario, judgments)
-
-    def build_gold(self, scenarios: Iterable[Any], seed: int = 0, methods: list[str] | None = None, variants: int = 1):
-        from localbench.benchmarks.sopri.gold_pairs import build_gold
-
-        return build_gold(list(scenarios), seed=seed, methods=methods, variants=variants)
-
-    def generate_scenarios(self, n: int, seed: int, out: Path, overwrite: bool = False,
-                           model: str | None = None) -> list[Path]:
-        """`localbench data gen sopri`: new users (profile → leakage plan → posts → rendered images)."""
-        from localbench.benchmarks.sopri.generate import generate_users
-
-        return generate_users(n, seed, out, overwrite=overwrite, model=model)
-
     def judge_checks(self):
         from localbench.judging.sanity import JudgeChecks
 
         # every answer "wrong" can be a real result (an attacker that guessed nothing right)
         return JudgeChecks(constant_exempt=("granularity",), metrics={"granularity": ("PES", "ACC", "GRAN")})
-
-    def view_simulation(self, transcript, judgments, scenario):
-        from localbench.benchmarks.sopri.view import view_simulation
-
-        return view_simulation(transcript, judgments, scenario)
-
-    def report_plan(self):
-        from localbench.benchmarks.sopri.report import report_plan
-
-        return report_plan()
