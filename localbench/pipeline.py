@@ -24,8 +24,8 @@ from pydantic import ValidationError
 
 from localbench.benchmarks import Benchmark, get_benchmark
 from localbench.errors import IncompleteRun, UserError, field_error, yaml_error
-from localbench.records import Transcript
-from localbench.rundir import RunDir, changed_files, run_lock
+from localbench.runlog import Transcript
+from localbench.runlog import RunDir, changed_files, run_lock
 from localbench.spec import NO_JUDGE, RunSpec
 
 
@@ -136,7 +136,7 @@ async def judge_transcripts(spec: RunSpec, transcripts: list[Transcript], scenar
 
 def _judge_rubrics(spec: RunSpec) -> dict[str, str]:
     from localbench.judging.rubrics import judges_dir
-    from localbench.rundir import file_hashes
+    from localbench.runlog import file_hashes
 
     return file_hashes(benchmark_of(spec).rubric_files(), judges_dir())
 

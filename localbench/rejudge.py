@@ -22,8 +22,8 @@ from localbench.judging.rubrics import judges_dir
 from localbench.judging.sanity import check_judgments
 from localbench.judging.synthetic import SyntheticJudge, parse_synthetic
 from localbench.pipeline import benchmark_of, judge_of, judge_transcripts, read_transcripts, scenarios_for, spec_of
-from localbench.records import Judgment, RecordStore, ScenarioScore, Transcript
-from localbench.rundir import RunDir, changed_files, file_hashes
+from localbench.runlog import Judgment, RecordStore, ScenarioScore, Transcript
+from localbench.runlog import RunDir, changed_files, file_hashes
 from localbench.serving.client import StructuredClient
 from localbench.serving.types import ModelIdentity, identity_changes
 
@@ -199,7 +199,7 @@ def _write_info(out: Path, info: dict[str, Any]) -> None:
 def rejudge(run_dir: str | Path, judges: list[str], leakage_only: bool = True,
             judge_eval: str | None = None) -> list[Path]:
     """Each judge in turn, holding the run directory (``run_lock``): a rejudge writes into it."""
-    from localbench.rundir import run_lock
+    from localbench.runlog import run_lock
 
     with run_lock(run_dir):
         return [asyncio.run(rejudge_one(run_dir, j, leakage_only, judge_eval=judge_eval)) for j in judges]

@@ -17,7 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from localbench.design import ALL, Design
-from localbench.records import ScenarioScore, write_records
+from localbench.runlog import ScenarioScore, write_records
 from localbench.scores import PairedComparison, ScoreRow, Scores
 from localbench.stats import bootstrap_ci, mcnemar_test, paired_bootstrap_test, wilson_ci
 

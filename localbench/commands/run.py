@@ -32,7 +32,7 @@ def register(app: typer.Typer) -> None:
         spec = F.spec_from_flags(spec_file, **given, embedded=True, **{
             "serving.max_concurrency": concurrency, "serving.request_timeout_s": request_timeout,
             "serving.first_byte_timeout_s": first_byte_timeout})
-        from localbench.rundir import run_lock
+        from localbench.runlog import run_lock
 
         report = run_all(spec, progress)
         with run_lock(spec.run_dir):

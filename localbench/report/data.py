@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from localbench.design import ALL, Design, UnknownBenchmark, design_of
 from localbench.errors import UserError
-from localbench.records import ScenarioScore, read_records
+from localbench.runlog import ScenarioScore, read_records
 from localbench.scores import SCORES_VERSION, ScoreRow, Scores
 
 SCORES_FILE = "scores.json"

@@ -28,8 +28,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from localbench.records import JsonlStore, RecordStore, Transcript
-from localbench.rundir import RunDir, run_lock
+from localbench.runlog import JsonlStore, RecordStore, Transcript
+from localbench.runlog import RunDir, run_lock
 from localbench.runtime.clients import RoleClients
 from localbench.runtime.scheduler import Job, JobError, run_jobs
 from localbench.runtime.summary import SimulationSummary

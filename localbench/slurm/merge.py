@@ -16,8 +16,8 @@ from typing import Any
 import yaml
 
 from localbench.errors import UserError
-from localbench.rundir import RunDir, run_lock
-from localbench.records import JsonlStore
+from localbench.runlog import RunDir, run_lock
+from localbench.runlog import JsonlStore
 from localbench.slurm.layout import RunLayout
 from localbench.spec import RunSpec
 

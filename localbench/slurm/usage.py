@@ -130,7 +130,7 @@ def line(u: dict[str, Any]) -> str:
 def record_usage(run_dir: str | Path) -> dict[str, Any] | None:
     """Write the summary into RUN/spec.yaml's ``slurm`` section (``slurm.usage``) if the run was
     submitted to Slurm and has a spec.yaml; returns it."""
-    from localbench.rundir import RunDir
+    from localbench.runlog import RunDir
 
     u = summarize(run_dir)
     rd_path = Path(run_dir)

@@ -25,7 +25,7 @@ from typing import Any
 
 from localbench.errors import UserError
 from localbench.files import write_atomic
-from localbench.records import by_simulation
+from localbench.runlog import by_simulation
 from localbench.rejudge import LoadedRun, run_judgments
 from localbench.viewdata import SimulationView
 

@@ -16,7 +16,7 @@ from collections import defaultdict
 from localbench.benchmarks.sopri.design import DIFFICULTY_METRICS, DIMENSION_METRICS
 from localbench.benchmarks.sopri.scenario import DIFFICULTIES
 from localbench.design import ALL, ReportPlan
-from localbench.records import Transcript
+from localbench.runlog import Transcript
 from localbench.report.aggregate import Estimate
 from localbench.report.data import RunData
 from localbench.report.figures import FigureResult, bars_by_level

@@ -22,8 +22,8 @@ from localbench.benchmarks.agentleak.published.sampling import SAMPLE_FILE, STRA
 from localbench.benchmarks.agentleak.published.traces import ReadTraces, TraceProblem, UpstreamTrace, read_traces
 from localbench.errors import UserError
 from localbench.files import write_lines_atomic
-from localbench.records import LogEntry, Transcript, write_records
-from localbench.rundir import RunDir
+from localbench.runlog import LogEntry, Transcript, write_records
+from localbench.runlog import RunDir
 from localbench.spec import RunSpec
 
 BENCHMARK = "agentleak-traces"

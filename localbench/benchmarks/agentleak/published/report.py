@@ -7,7 +7,7 @@ from __future__ import annotations
 from localbench.benchmarks.agentleak.published.causes import group_causes
 from localbench.benchmarks.agentleak.published.tables import agreement, four_columns, p_text, pct
 from localbench.design import ReportPlan
-from localbench.records import ScenarioScore
+from localbench.runlog import ScenarioScore
 from localbench.report.data import RunData
 from localbench.report.tables import CellFormat, Column, Row, Table
 
@@ -92,7 +92,7 @@ def causes_table(run: RunData, fmt: CellFormat = "pm", top: int = 25, viewer: st
 
 
 def _judgments(run: RunData):
-    from localbench.rundir import RunDir
+    from localbench.runlog import RunDir
 
     path = run.path / "judgments.jsonl"
     return list(RunDir(run.path).judgments().read()) if path.is_file() else []

@@ -23,7 +23,7 @@ from localbench.benchmarks.agentleak.judges import UNGROUNDED, decode, judge_cal
 from localbench.benchmarks.agentleak.published.adapter import trace_scenario
 from localbench.benchmarks.agentleak.published.sampling import SampledMessage, read_sample
 from localbench.errors import UserError
-from localbench.records import Judgment, Transcript
+from localbench.runlog import Judgment, Transcript
 
 LEAK_LEVELS = ("partial", "full")
 
