@@ -32,6 +32,7 @@ def register(app: typer.Typer) -> None:
         """Write RUN/spec.yaml and RUN/transcripts.jsonl (one transcript per trace); prints the run directory."""
         from localbench.benchmarks.agentleak.published.importer import import_traces
         from localbench.pipeline import log, report_stage, score_stage, spec_of
+        from localbench.runlog import RunPaths
 
         if judge and sample is None:
             from localbench.errors import UserError
@@ -39,7 +40,7 @@ def register(app: typer.Typer) -> None:
             raise UserError("--judge judges the Tier-3 sample: give --sample N too")
         t0 = time.monotonic()
         existing = out / run_id if run_id and study is not None else None
-        reused = existing is not None and (existing / "transcripts.jsonl").exists()
+        reused = existing is not None and RunPaths(existing).transcripts_path.exists()
         if reused:
             run_dir = existing
             log(f"{run_dir}: already imported; rescoring it")

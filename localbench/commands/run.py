@@ -68,9 +68,10 @@ def register(app: typer.Typer) -> None:
               judge_eval: F.JudgeEval = None) -> None:
         """Compute scores.json and scenario_scores.jsonl from transcripts and judgments."""
         from localbench.pipeline import score_stage, spec_of
+        from localbench.runlog import RunPaths
 
         spec = spec_of(run_dir)
         if judge_eval:
             spec = spec.model_copy(update={"judge_eval": judge_eval})
         scores = score_stage(spec)
-        typer.echo(f"{len(scores.rows)} score rows → {Path(run_dir) / 'scores.json'}")
+        typer.echo(f"{len(scores.rows)} score rows → {RunPaths(run_dir).scores_path}")
