@@ -19,7 +19,7 @@ from pathlib import Path
 
 from localbench.benchmarks import Benchmark
 from localbench.design import ALL
-from localbench.records import Judgment, ScenarioScore
+from localbench.runlog import Judgment, ScenarioScore
 from localbench.judging.reliability import (
     Consequences,
     CorrectedRate,

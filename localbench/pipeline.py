@@ -25,8 +25,8 @@ from pydantic import ValidationError
 from localbench.benchmarks import Benchmark
 from localbench.registry import get_benchmark
 from localbench.errors import IncompleteRun, UserError, field_error, yaml_error
-from localbench.records import Transcript
-from localbench.rundir import RunDir, changed_files, run_lock
+from localbench.runlog import Transcript
+from localbench.runlog import RunDir, RunPaths, changed_files, judge_of, resume_judge, run_lock, same_judge
 from localbench.spec import NO_JUDGE, RunSpec
 
 
@@ -87,7 +87,7 @@ def simulate_stage(spec: RunSpec, progress: bool | None = None, along: "JudgeAlo
         raise kind(
             f"{summary.engine_errors} of {summary.total} simulations stopped by engine errors, the first: "
             f"{summary.first_engine_error}. Finished simulations are kept in {summary.run_dir}; fix the engine "
-            f"and rerun the same command to run the rest (details: {summary.run_dir / 'sim_errors.jsonl'})")
+            f"and rerun the same command to run the rest (details: {RunPaths(summary.run_dir).sim_errors_path})")
     if summary.all_failed:  # nothing to judge or score: say so now, not with a report of failures
         raise IncompleteRun(summary.all_failed_line())
     return summary.run_dir
@@ -137,7 +137,7 @@ async def judge_transcripts(spec: RunSpec, transcripts: list[Transcript], scenar
 
 def _judge_rubrics(spec: RunSpec) -> dict[str, str]:
     from localbench.judging.rubrics import judges_dir
-    from localbench.rundir import file_hashes
+    from localbench.runlog import file_hashes
 
     return file_hashes(benchmark_of(spec).rubric_files(), judges_dir())
 
@@ -264,23 +264,14 @@ def _keep_one_judge(spec: RunSpec, rd: RunDir, rubrics: dict[str, str]) -> None:
     changed = changed_files(before, rubrics)
     if models and before and changed:
         raise UserError(f"{rd.path}: judged with other rubrics than these ({', '.join(changed)} changed); "
-                        f"move {rd.path / 'judgments.jsonl'} aside to judge the whole run again with these")
-
-
-def judge_of(spec: RunSpec, rd: RunDir) -> str:
-    """The judge a run's scores are labelled with: the one its judge stage recorded (a judge chosen
-    with `localbench judge RUN --judge X` is not part of the run's spec), else the spec's."""
-    recorded = (rd.read_spec().get("judge") or {}).get("model") if rd.spec_file.exists() else None
-    return recorded or spec.judge_model
+                        f"move {rd.judgments_path} aside to judge the whole run again with these")
 
 
 def judge_stage(spec: RunSpec, progress: bool | None = None) -> None:
     """Judge a run; with no judge in the spec, the one an earlier judge stage recorded goes on
     (`localbench judge RUN --judge X`, then `localbench run` or `localbench judge RUN`, resumes X)."""
     rd = RunDir(spec.run_dir)
-    role = spec.design.judge_role
-    if spec.models.get(role) is None and rd.spec_file.exists() and judge_of(spec, rd) != spec.judge_model:
-        spec = spec.with_model(role, judge_of(spec, rd))
+    spec = resume_judge(spec, rd)
     if not spec.judged:
         check_judging(spec)
         log(f"judging off (--judge {NO_JUDGE}): no judge call; scores from the rule-based part alone")
@@ -330,7 +321,7 @@ def _score(spec: RunSpec):
         scores.notes.insert(0, missing_note(planned, missing, rd.path))
         log(f"warning: {missing_note(planned, missing, rd.path)}")
     write_scores(rd.path, records, scores)
-    log(f"scores: {len(scores.rows)} rows → {rd.path / 'scores.json'} ({time.monotonic() - t0:.1f} s)")
+    log(f"scores: {len(scores.rows)} rows → {rd.scores_path} ({time.monotonic() - t0:.1f} s)")
     return scores
 
 
@@ -348,7 +339,7 @@ def missing_simulations(spec: RunSpec, have: set[str]) -> tuple[int, dict[str, i
 def missing_note(planned: int, missing: dict[str, int], run: Path) -> str:
     n = sum(missing.values())
     per = ", ".join(f"{c} {k}" for c, k in missing.items())
-    return (f"{n} of the {planned} simulations the spec lists have no transcript in {run / 'transcripts.jsonl'} "
+    return (f"{n} of the {planned} simulations the spec lists have no transcript in {RunPaths(run).transcripts_path} "
             f"({per}): the scores cover the rest only; rerun the command that made the run to simulate them "
             "(finished ones are skipped)")
 
@@ -400,8 +391,7 @@ def run_all(spec: RunSpec, progress: bool | None = None) -> Path:
     check_models(spec, model_roles(spec))
     with run_lock(spec.run_dir):  # held across the stages (each also asks for it when run alone)
         rd = RunDir(spec.run_dir)
-        same_judge = not rd.spec_file.exists() or judge_of(spec, rd) == spec.judge_model
-        if same_judge and spec.judged and pipelined(spec):  # (a judge chosen earlier with `localbench judge`: staged)
+        if same_judge(spec, rd) and spec.judged and pipelined(spec):  # (a judge chosen earlier with `localbench judge`: staged)
             simulate_stage(spec, progress, along=JudgeAlong(spec, progress))
         else:
             simulate_stage(spec, progress)

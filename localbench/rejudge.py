@@ -21,19 +21,11 @@ from localbench.files import write_atomic
 from localbench.judging.rubrics import judges_dir
 from localbench.judging.sanity import check_judgments
 from localbench.judging.synthetic import SyntheticJudge, parse_synthetic
-from localbench.pipeline import benchmark_of, judge_of, judge_transcripts, read_transcripts, scenarios_for, spec_of
-from localbench.records import Judgment, RecordStore, ScenarioScore, Transcript
-from localbench.rundir import RunDir, changed_files, file_hashes
+from localbench.pipeline import benchmark_of, judge_transcripts, read_transcripts, scenarios_for, spec_of
+from localbench.runlog import Judgment, RecordStore, ScenarioScore, Transcript
+from localbench.runlog import RunDir, RunPaths, changed_files, file_hashes, judge_of, run_lock
 from localbench.serving.client import StructuredClient
 from localbench.serving.types import ModelIdentity, identity_changes
-
-
-def judges_root(run_dir: str | Path) -> Path:
-    return Path(run_dir) / "judges"
-
-
-def judge_dir(run_dir: str | Path, preset: str) -> Path:
-    return judges_root(run_dir) / preset
 
 
 @dataclass
@@ -74,17 +66,17 @@ def run_judgments(run: LoadedRun) -> list[RunJudgments]:
     """The run's own judgments, a planted run's truth, and every rejudge under runs/<id>/judges/."""
     bm = run.benchmark
     out = []
-    own = run.path / "judgments.jsonl"
-    if own.exists():
-        name = run.spec.rule_judge or judge_of(run.spec, RunDir(run.path))  # a rule judge labelled it, not the preset
-        out.append(RunJudgments(name, own, True, list(RunDir(run.path).judgments().read())))
+    paths = RunPaths(run.path)
+    if paths.judgments_path.exists():
+        rd = RunDir(run.path)
+        name = run.spec.rule_judge or judge_of(run.spec, rd)  # a rule judge labelled it, not the preset
+        out.append(RunJudgments(name, rd.judgments_path, True, list(rd.judgments().read())))
     truth = bm.planted_judgments(run.transcripts)
     if truth:
-        out.append(RunJudgments(bm.planted_judge, run.path / "transcripts.jsonl", False, truth))
-    root = judges_root(run.path)
-    if root.is_dir():
-        for d in sorted(root.iterdir()):
-            f = d / "judgments.jsonl"
+        out.append(RunJudgments(bm.planted_judge, paths.transcripts_path, False, truth))
+    if paths.judges_dir.is_dir():
+        for d in sorted(paths.judges_dir.iterdir()):
+            f = RunPaths(d).judgments_path
             if f.exists() and not any(r.judge == d.name for r in out):
                 out.append(RunJudgments(d.name, f, False, list(RecordStore(f, Judgment).read())))
     return out
@@ -107,9 +99,8 @@ async def rejudge_one(run_dir: str | Path, judge: str, leakage_only: bool = True
     if synthetic is not None:
         return _synthetic_rejudge(run, synthetic, leakage_only, judge_eval)
     spec = run.spec.with_model(run.spec.design.judge_role, judge)
-    out = judge_dir(run_dir, judge)
-    out.mkdir(parents=True, exist_ok=True)
-    store = RecordStore(out / "judgments.jsonl", Judgment)
+    out = RunPaths(run_dir).judge_dir(judge)
+    store = RunDir(out).judgments()
     own = client is None
     client = client or client_for(spec, spec.design.judge_role, rd.path)
     try:
@@ -155,9 +146,8 @@ def _synthetic_rejudge(run: LoadedRun, judge: SyntheticJudge, leakage_only: bool
     if not truth:
         raise UserError(f"{run.path}: judge '{judge.name}' answers with a planted run's truth, and this run has none "
                         "(make one with `localbench judges plant-run`)")
-    out = judge_dir(run.path, judge.name)
-    out.mkdir(parents=True, exist_ok=True)
-    store = RecordStore(out / "judgments.jsonl", Judgment)
+    out = RunPaths(run.path).judge_dir(judge.name)
+    store = RunDir(out).judgments()
     seed = run.spec.seed
     made = 0
     for t in truth:
@@ -178,7 +168,7 @@ def _synthetic_rejudge(run: LoadedRun, judge: SyntheticJudge, leakage_only: bool
 def _keep_one_judge_model(out: Path, store: RecordStore[Judgment], info: dict[str, Any], identity: ModelIdentity) -> None:
     """Resuming a rejudge is refused when the judge's model or the rubrics changed since its
     judgments were made: their keys name neither, so old and new labels would mix unseen."""
-    path = out / "rejudge.json"
+    path = RunPaths(out).rejudge_info
     if not path.exists() or not store.keys():
         return
     old = json.loads(path.read_text())
@@ -193,13 +183,11 @@ def _keep_one_judge_model(out: Path, store: RecordStore[Judgment], info: dict[st
 
 
 def _write_info(out: Path, info: dict[str, Any]) -> None:
-    write_atomic(out / "rejudge.json", json.dumps(info, indent=2, default=str))
+    write_atomic(RunPaths(out).rejudge_info, json.dumps(info, indent=2, default=str))
 
 
 def rejudge(run_dir: str | Path, judges: list[str], leakage_only: bool = True,
             judge_eval: str | None = None) -> list[Path]:
     """Each judge in turn, holding the run directory (``run_lock``): a rejudge writes into it."""
-    from localbench.rundir import run_lock
-
     with run_lock(run_dir):
         return [asyncio.run(rejudge_one(run_dir, j, leakage_only, judge_eval=judge_eval)) for j in judges]

@@ -17,13 +17,12 @@ from collections import defaultdict
 from pathlib import Path
 
 from localbench.design import ALL, Design
-from localbench.records import ScenarioScore, write_records
+from localbench.runlog import RunPaths, ScenarioScore, write_records
 from localbench.scores import PairedComparison, ScoreRow, Scores
 from localbench.stats import bootstrap_ci, mcnemar_test, paired_bootstrap_test, wilson_ci
 
 CI_RESAMPLES = 1000
 TEST_RESAMPLES = 10000
-SCENARIO_SCORES = "scenario_scores.jsonl"
 
 
 def per_scenario(records: list[ScenarioScore], metric: str) -> tuple[dict[str, float], int, int]:
@@ -187,5 +186,6 @@ def keep_metrics(records: list[ScenarioScore], keep) -> list[ScenarioScore]:
 
 def write_scores(run_dir: Path, records: list[ScenarioScore], scores: Scores) -> None:
     """scenario_scores.jsonl and scores.json, each replaced whole."""
-    write_records(Path(run_dir) / SCENARIO_SCORES, records)
-    scores.write(Path(run_dir) / "scores.json")
+    paths = RunPaths(run_dir)
+    write_records(paths.scenario_scores_path, records)
+    scores.write(paths.scores_path)

@@ -45,7 +45,7 @@ def given_run(run: Path) -> str:
     """What a given RUN_DIR was: its name, and the benchmark, agent and time its spec.yaml records."""
     import yaml
 
-    from localbench.rundir import RunDir
+    from localbench.runlog import RunDir
 
     doc = yaml.safe_load(RunDir(run).spec_file.read_text()) or {}
     spec = doc.get("spec", {})

@@ -16,7 +16,7 @@ import random
 from pathlib import Path
 
 from localbench.benchmarks.asb.metrics import HEADLINE
-from localbench.rundir import RunDir
+from localbench.runlog import RunDir
 from localbench.scores import Scores
 from localbench.spec import RunSpec
 
@@ -98,7 +98,7 @@ def make_scenario_lines(models=MODELS, levels=LEVELS, categories=CATEGORIES, per
 def aggregate(lines: list[dict], run_id: str) -> Scores:
     """scores.json from the lines, by the real score stage (bootstrap CIs, paired tests), per judge."""
     from localbench.benchmarks.asb.design import DESIGN
-    from localbench.records import ScenarioScore
+    from localbench.runlog import ScenarioScore
     from localbench.scoring import aggregate as score
 
     judges = list(dict.fromkeys(ln["judge"] for ln in lines))

@@ -11,7 +11,7 @@ from localbench.benchmarks.agentleak.loaders import load_scenarios
 from localbench.benchmarks.agentleak.scenario import Scenario
 from localbench.benchmarks.agentleak.scoring import trace_metrics
 from localbench.benchmarks.agentleak.weights import weight_of
-from localbench.records import Judgment, LogEntry, Transcript
+from localbench.runlog import Judgment, LogEntry, Transcript
 
 SUITE = {s.id: s for s in load_scenarios("builtin").scenarios}
 KINDS = {"C1": "final", "C2": "message", "C3": "tool_call", "C4": "tool_result", "C5": "memory_write", "C6": "log",

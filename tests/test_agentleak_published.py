@@ -67,7 +67,7 @@ def imported(raw_slice, tmp_path_factory) -> Path:
 
 
 def _records(run: Path):
-    from localbench.records import ScenarioScore, read_records
+    from localbench.runlog import ScenarioScore, read_records
 
     return read_records(run / "scenario_scores.jsonl", ScenarioScore)
 
@@ -139,7 +139,7 @@ def test_agreement_counts_upstream_flags_per_message_kind(imported, raw_slice):
 
 def test_scoring_in_worker_processes_gives_the_same_scores(imported):
     from localbench.benchmarks.agentleak.published.rescore import scenario_scores
-    from localbench.records import Transcript, read_records
+    from localbench.runlog import Transcript, read_records
 
     ts = read_records(imported / "transcripts.jsonl", Transcript)[:12]
     one = scenario_scores(ts, "rules", n_workers=1)
@@ -275,7 +275,7 @@ def test_the_tier3_sample_is_stratified_by_model_vertical_and_channel(imported):
     from collections import Counter
 
     from localbench.benchmarks.agentleak.published.sampling import channel_messages, stratified_sample
-    from localbench.rundir import RunDir
+    from localbench.runlog import RunDir
 
     transcripts = list(RunDir(imported).transcripts().read())
     population = channel_messages(transcripts)
@@ -292,7 +292,7 @@ def test_tier3_outcomes_count_ungrounded_labels_as_failures_never_as_leak_or_no_
     from localbench.benchmarks.agentleak.judges import UNGROUNDED
     from localbench.benchmarks.agentleak.published.sampling import SampledMessage
     from localbench.benchmarks.agentleak.published.tier3 import outcomes
-    from localbench.records import Judgment
+    from localbench.runlog import Judgment
 
     msgs = [SampledMessage("t1", 2, "C2", "m", "finance"), SampledMessage("t1", 4, "C1", "m", "finance"),
             SampledMessage("t2", 3, "C5", "m", "legal"), SampledMessage("t3", 1, "C2", "m", "legal")]
@@ -315,7 +315,7 @@ def test_tier3_with_the_tiny_random_judge_counts_failures_and_leaves_the_leak_co
     rule or decode; each failure is counted and warned about, and the Tier 1-2 columns do not move."""
     from localbench.benchmarks.agentleak.judges import UNGROUNDED
     from localbench.pipeline import report_stage, score_stage, spec_of
-    from localbench.rundir import RunDir
+    from localbench.runlog import RunDir
 
     path, _ = raw_slice
     run = import_traces(path, tmp_path / "runs", "tier3", sample=2, seed=3).run_dir  # 3 judge calls

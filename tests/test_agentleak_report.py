@@ -69,7 +69,7 @@ def test_attack_delivery_is_shown_beside_asr(run):
 def test_judge_warnings_name_failed_ungrounded_and_degenerate_judges():
     from localbench.benchmarks.agentleak.judge_warnings import judge_warnings
     from localbench.benchmarks.agentleak.judges import UNGROUNDED
-    from localbench.records import Judgment
+    from localbench.runlog import Judgment
 
     def j(i: int, model: str, levels: dict | None, failure: str | None = None) -> Judgment:
         return Judgment(key=f"s{i}|multi|0|leak|C2", sim_key=f"s{i}|multi|0", judge="leak", target="C2",

@@ -25,7 +25,7 @@ from localbench.benchmarks.agentleak.sandbox import tool_fields
 from localbench.benchmarks.agentleak.scenario import CHANNELS, Scenario
 from localbench.benchmarks.agentleak.scoring import scenario_scores, trace_metrics
 from localbench.benchmarks.agentleak.system import AgentSystem, Settings
-from localbench.records import Judgment, LogEntry, Transcript
+from localbench.runlog import Judgment, LogEntry, Transcript
 from localbench.runtime.clients import RoleClients
 from localbench.scoring import aggregate
 from localbench.serving.client import StructuredClient

@@ -14,7 +14,7 @@ from localbench.benchmarks.agentleak.oracle import play_oracle
 from localbench.benchmarks.agentleak.scoring import trace_metrics
 from localbench.benchmarks.agentleak.task_judge import TASK_JUDGE, decode_task, task_call
 from localbench.judging.runner import run_judge_tasks
-from localbench.records import Judgment, RecordStore
+from localbench.runlog import Judgment, RecordStore
 from localbench.spec import load_spec
 
 SCENARIO = next(s for s in load_scenarios("builtin", ["finance"]).scenarios if s.success.criteria)

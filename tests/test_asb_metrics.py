@@ -10,7 +10,7 @@ from asb_builders import am, cd, cm, cu, gc
 from localbench.benchmarks.asb.boundaries import forbidden_recipients
 from localbench.benchmarks.asb.design import DESIGN
 from localbench.benchmarks.asb.metrics import simulation_metrics
-from localbench.records import Judgment, LogEntry, ScenarioScore, Transcript
+from localbench.runlog import Judgment, LogEntry, ScenarioScore, Transcript
 from localbench.scoring import aggregate as shared_aggregate
 
 

@@ -93,8 +93,8 @@ async def test_judges_are_template_blind(tiny_run, tmp_path):
     """Inspect every judge request of a run: no privacy level, no agent prompt text, no ladder heading."""
     from localbench.benchmarks.asb.ladder import LEVELS, MARKERS
     from localbench.pipeline import judge_transcripts, scenarios_for, spec_of
-    from localbench.records import Judgment, RecordStore
-    from localbench.rundir import RunDir
+    from localbench.runlog import Judgment, RecordStore
+    from localbench.runlog import RunDir
     from localbench.serving.client import StructuredClient
     from localbench.serving.engines import open_backend
 

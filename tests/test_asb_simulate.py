@@ -23,7 +23,7 @@ from asb_fake import FakeBackend, fake_clients
 from localbench.benchmarks.asb.ladder import resolve_level
 from localbench.benchmarks.asb.loaders import load_scenarios
 from localbench.benchmarks.asb.simulate import ALIASES, engine_for, plan, settings_for, simulate_scenarios
-from localbench.rundir import RunDir
+from localbench.runlog import RunDir
 from localbench.runtime.clients import RoleClients
 from localbench.runtime.context import Budget, ContextExhausted, fit_prompt
 from localbench.runtime.scheduler import Job, run_jobs
@@ -147,7 +147,7 @@ def test_cu_gate_prompts_name_the_proposer_and_show_held_messages_to_their_sende
 def test_resuming_a_run_made_with_other_settings_is_refused(suite, tmp_path):
     """Same run directory, other result fields, other scenario contents or other prompts: refused,
     nothing written; a new server address or concurrency is the same run."""
-    from localbench.rundir import RunMismatch
+    from localbench.runlog import RunMismatch
 
     scenarios = one_per_category(suite)[:1]
     spec = load_spec(None, out=str(tmp_path), run_id="r", levels=["L0"])
@@ -180,7 +180,7 @@ def test_resuming_a_run_made_with_other_settings_is_refused(suite, tmp_path):
 def test_a_mismatched_resume_is_refused_before_any_model_is_loaded(tmp_path, monkeypatch):
     import localbench.benchmarks.asb.simulate as sim
     import localbench.runtime.harness as harness
-    from localbench.rundir import RunMismatch
+    from localbench.runlog import RunMismatch
 
     spec = load_spec(None, out=str(tmp_path), run_id="r", levels=["L0"], categories=["CD"], limit=1)
     asyncio.run(simulate_scenarios(spec, sim.load_for(spec)[0], fake_clients(), progress=False))

@@ -94,7 +94,7 @@ def test_a_folder_whose_spec_yaml_is_not_a_run_record_is_one_line(tmp_path, stag
 
 def test_a_corrupt_record_mid_file_is_one_line_naming_file_and_line(tmp_path):
     from localbench.errors import UserError
-    from localbench.records import JsonlStore
+    from localbench.runlog import JsonlStore
 
     f = tmp_path / "transcripts.jsonl"
     f.write_text('{"key": "a"}\nnot json\n{"key": "b"}\n')

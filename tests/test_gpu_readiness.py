@@ -418,7 +418,7 @@ class _CountingSimulator:
     async def play(self, unit, clients, spec):
         import asyncio
 
-        from localbench.records import Transcript
+        from localbench.runlog import Transcript
 
         self.live += 1
         self.peak = max(self.peak, self.live)

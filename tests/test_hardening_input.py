@@ -19,7 +19,7 @@ import yaml
 from localbench.benchmarks.asb.issues import ScenarioError
 from localbench.benchmarks.asb.loaders import load_scenarios
 from localbench.errors import EXIT_BAD_INPUT, EXIT_CANNOT_WRITE, EXIT_INCOMPLETE, StorageError
-from localbench.records import JsonlStore
+from localbench.runlog import JsonlStore
 from localbench.spec import RunSpec, SpecError, load_spec
 
 REPO = Path(__file__).resolve().parent.parent
@@ -201,7 +201,7 @@ def test_a_full_disk_in_the_response_cache_is_one_line_naming_it(tmp_path, mount
 
 
 FAULT = """
-import errno, localbench.records as _r
+import errno, localbench.runlog.store as _r
 _orig, _n = _r.JsonlStore.append, [0]
 def _append(self, record):
     if self.path.name == "transcripts.jsonl":

@@ -20,7 +20,7 @@ from asb_fake import FakeBackend
 from fakes import ScriptedBackend
 from localbench.benchmarks.asb.judges import abstraction_calls, task_call
 from localbench.judging.runner import JudgeTask, JudgmentNotRecorded, answer_record, run_judge_tasks
-from localbench.records import JsonlStore, Judgment, LogEntry, RecordStore, Transcript
+from localbench.runlog import JsonlStore, Judgment, LogEntry, RecordStore, Transcript
 from localbench.serving.client import StructuredClient
 from localbench.serving.output import OutputSpec
 from localbench.serving.types import GenerationRequest, ModelIdentity, check_prompt_fits
@@ -275,7 +275,7 @@ def test_rerun_after_editing_the_judge_prompt_is_refused(tmp_path, monkeypatch, 
 def _rubric_hashes():
     from localbench.registry import get_benchmark
     from localbench.judging.rubrics import judges_dir
-    from localbench.rundir import file_hashes
+    from localbench.runlog import file_hashes
 
     files = get_benchmark("asb").rubric_files()
     return files, file_hashes(files, judges_dir())

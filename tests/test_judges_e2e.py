@@ -21,7 +21,7 @@ from localbench.benchmarks.asb.judges import ItemLeakJudge
 from localbench.benchmarks.asb.planting import PLANTED, build_gold, write_planted_run
 from localbench.judging.evaluate import EvalConfig, bundles, load_eval, run_eval, task_key
 from localbench.judging.gold import read_gold, write_gold
-from localbench.records import JsonlStore
+from localbench.runlog import JsonlStore
 
 pytestmark = pytest.mark.timeout(600)
 

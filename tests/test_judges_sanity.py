@@ -11,7 +11,7 @@ from pathlib import Path
 from localbench.registry import get_benchmark
 from localbench.benchmarks.asb.judges import judge_checks
 from localbench.judging.sanity import MIN_SIMULATIONS, JudgeChecks, check_judgments
-from localbench.records import Judgment, read_records
+from localbench.runlog import Judgment, read_records
 
 RECORDED = Path(__file__).resolve().parent / "golden" / "asb-v1-run"
 

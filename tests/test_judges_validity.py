@@ -26,7 +26,7 @@ from localbench.judging.evaluate import EvalConfig, load_eval, run_eval
 from localbench.judging.gold import write_gold
 from localbench.judging.reliability import corrected_rate, judge_reliability, reliability
 from localbench.rejudge import rejudge_one
-from localbench.records import JsonlStore
+from localbench.runlog import JsonlStore
 
 pytestmark = pytest.mark.timeout(120)
 SHARES = {"careful": 0.2, "middling": 0.5, "leaky": 0.85}

@@ -24,9 +24,8 @@ PACKAGE = Path(localbench.__file__).parent
 RANK = {
     # leaves: anyone may import them; they import only each other
     "<root>": 0, "errors": 0, "files": 0, "paths": 0, "spec": 0, "scores": 0, "stats": 0, "report": 0,
-    "design": 0, "registry": 0, "records": 0, "scoring": 0, "viewdata": 0, "scenario_files": 0,
+    "design": 0, "registry": 0, "runlog": 0, "scoring": 0, "viewdata": 0, "scenario_files": 0,
     "serving": 1,
-    "rundir": 1.5,
     "runtime": 2,
     "judging": 2.5,
     "benchmarks": 3,

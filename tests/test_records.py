@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from localbench.errors import UserError
-from localbench.records import (RECORD_VERSION, Judgment, RecordStore, RecordVersionError, ScenarioScore,
+from localbench.runlog import (RECORD_VERSION, Judgment, RecordStore, RecordVersionError, ScenarioScore,
                                 Transcript, read_records)
 
 RECORDED = Path(__file__).resolve().parent / "golden" / "asb-v1-run"

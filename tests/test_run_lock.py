@@ -17,7 +17,7 @@ import pytest
 HOLD = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from localbench.rundir import run_lock
+    from localbench.runlog import run_lock
     with run_lock(sys.argv[1], command="holder-under-test"):
         Path(sys.argv[2]).write_text("held")
         time.sleep(120)
@@ -70,7 +70,7 @@ def test_a_second_command_on_a_locked_run_exits_1_at_once_naming_the_holder(tmp_
 
 
 def test_a_lock_left_by_a_killed_process_is_taken_over_with_a_note(tmp_path, holder):
-    from localbench.rundir import run_lock
+    from localbench.runlog import run_lock
 
     run = tmp_path / "r"
     p = holder(run)
@@ -85,7 +85,7 @@ def test_a_lock_left_by_a_killed_process_is_taken_over_with_a_note(tmp_path, hol
 
 
 def test_shards_lock_their_own_directories_and_the_lock_is_reentrant(tmp_path, holder):
-    from localbench.rundir import RunLocked, run_lock
+    from localbench.runlog import RunLocked, run_lock
 
     holder(tmp_path / "run" / "shards" / "0", "ready0")
     with run_lock(tmp_path / "run" / "shards" / "1"):  # another shard of the same array runs in parallel

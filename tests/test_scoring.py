@@ -8,7 +8,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.proportion import proportion_confint
 
 from localbench.design import Axis, Design, Metric, Role
-from localbench.records import ScenarioScore
+from localbench.runlog import ScenarioScore
 from localbench.scoring import aggregate
 
 

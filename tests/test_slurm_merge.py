@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from localbench.errors import UserError
-from localbench.records import JsonlStore
+from localbench.runlog import JsonlStore
 from localbench.serving.cache import ResponseCache
 from localbench.serving.types import RawCompletion
 from localbench.slurm.layout import JobSubmission, RunLayout, SubmissionRecord
@@ -84,7 +84,7 @@ def test_merge_waits_for_no_one_holding_the_run(tmp_path):
     """The merge writes into the run directory: a command holding it (a judge stage, say) refuses it."""
     from test_run_lock import _hold
 
-    from localbench.rundir import RunLocked
+    from localbench.runlog import RunLocked
 
     lay = make_run(tmp_path)
     holder = _hold(lay.run, tmp_path / "ready")

@@ -16,7 +16,7 @@ from test_sopri_tools import make_user
 from localbench.benchmarks.sopri.attack import profile_schema
 from localbench.benchmarks.sopri.simulate import SopriSimulator
 from localbench.benchmarks.sopri.tools import build_toolbox, sandbox_for
-from localbench.records import Transcript
+from localbench.runlog import Transcript
 from localbench.runtime.clients import RoleClients
 from localbench.runtime.harness import Unit, simulate_scenarios
 from localbench.serving.client import StructuredClient
@@ -343,7 +343,7 @@ def test_the_abductive_attacker_through_the_simulator_draws_its_graph(user, tiny
 def test_a_sanitized_simulation_carries_what_the_utility_judge_needs(user, tiny_backend, tmp_path):
     """Through the simulator and into the judge stage's planning: the rewrite travels in the transcript."""
     from localbench.benchmarks.sopri.evaluate import build_tasks
-    from localbench.records import Judgment, RecordStore, Transcript
+    from localbench.runlog import Judgment, RecordStore, Transcript
 
     spec = spec_for(tmp_path, ["text+sanitized"], answer_tokens=400)
     summary = asyncio.run(simulate_scenarios(spec, SopriSimulator(), [user], clients_for(tiny_backend, 1),

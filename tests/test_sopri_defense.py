@@ -16,7 +16,7 @@ from localbench.benchmarks.sopri.intent import JUDGE, decode, intent_call, inten
 from localbench.benchmarks.sopri.scenario import User
 from localbench.benchmarks.sopri.ocr import OcrReader
 from localbench.judging.runner import run_judge_tasks
-from localbench.records import Judgment, RecordStore, Transcript
+from localbench.runlog import Judgment, RecordStore, Transcript
 from localbench.runtime.calls import SimulationCalls
 from localbench.runtime.clients import RoleClients
 from localbench.serving.client import StructuredClient

@@ -16,7 +16,7 @@ from localbench.benchmarks.sopri.evaluate import build_tasks, judge_key
 from localbench.benchmarks.sopri.judges import SlotItemJudge, build_gold, parse_gold_id
 from localbench.benchmarks.sopri.scenario import SLOTS, User
 from localbench.benchmarks.sopri.scoring import leak_units, scenario_scores
-from localbench.records import Judgment, RecordStore, Transcript
+from localbench.runlog import Judgment, RecordStore, Transcript
 from localbench.serving.client import StructuredClient
 from localbench.spec import RunSpec
 
@@ -336,7 +336,7 @@ def test_the_report_notes_context_cuts_failed_calls_and_a_judge_that_cannot_judg
     """report.md never says 'Notes: None' over a run with cut contexts or failed calls; a random-weights
     judge, or the attacker's own model as judge, is warned about."""
     from localbench.benchmarks.sopri.report import lead_table
-    from localbench.records import LogEntry
+    from localbench.runlog import LogEntry
 
     run = _run(tmp_path, ["single"])
     assert not any("Context cuts" in n or "Warning" in n for n in lead_table(run).notes)

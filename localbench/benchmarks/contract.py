@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from localbench.judging.gold import GoldItem
     from localbench.judging.runner import JudgeTask
     from localbench.judging.sanity import JudgeChecks
-    from localbench.records import Judgment, RecordStore, ScenarioScore, Transcript
+    from localbench.runlog import Judgment, RecordStore, ScenarioScore, Transcript
     from localbench.report.plan import ReportPlan
     from localbench.runtime.harness import Simulator
     from localbench.serving.client import StructuredClient

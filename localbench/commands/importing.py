@@ -19,7 +19,9 @@ class PipelineStages:
         log(msg)
 
     def has_transcripts(self, run_dir: Path) -> bool:
-        return (run_dir / "transcripts.jsonl").exists()
+        from localbench.runlog import RunPaths
+
+        return RunPaths(run_dir).transcripts_path.exists()
 
     def judge(self, run_dir: Path, preset: str) -> None:
         from localbench.pipeline import judge_stage, spec_of

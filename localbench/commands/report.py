@@ -13,11 +13,13 @@ from typing import Optional
 
 import typer
 
+from localbench.runlog import RunFiles
+
 
 def register(app: typer.Typer) -> None:
     @app.command("report")
     def report(
-        run_dir: Path = typer.Argument(..., help="a finished run directory (runs/<id>) holding scores.json"),
+        run_dir: Path = typer.Argument(..., help=f"a finished run directory (runs/<id>) holding {RunFiles.SCORES}"),
         ci: bool = typer.Option(False, "--ci", help="cells as 'mean \\[low, high]' instead of 'mean ± half-width'"),
         judge_eval: Optional[str] = typer.Option(
             None, "--judge-eval", help="a `localbench judges eval` directory that measured the run's judge: a judge "
@@ -26,6 +28,7 @@ def register(app: typer.Typer) -> None:
         """Write tables/, figures/, report.html and report.md into RUN_DIR; prints the report.html path."""
         from localbench.pipeline import log
         from localbench.report import render_report
+        from localbench.runlog import RunPaths
         from localbench.viewer.build import refresh_run_viewer
 
         t0 = time.monotonic()
@@ -34,10 +37,10 @@ def register(app: typer.Typer) -> None:
             from localbench.judging.reliability import floor_judge_warnings
             from localbench.report.data import load_scores
 
-            judges = dict.fromkeys(r.judge for r in load_scores(run_dir / "scores.json").rows)
+            judges = dict.fromkeys(r.judge for r in load_scores(RunPaths(run_dir).scores_path).rows)
             warnings = [w for j in judges for w in floor_judge_warnings(judge_eval, j)]
         path = render_report(run_dir, fmt="ci" if ci else "pm", judge_warnings=warnings)
         log(f"report: {path} ({time.monotonic() - t0:.1f} s)")
-        if (run_dir / "transcripts.jsonl").exists():
+        if RunPaths(run_dir).transcripts_path.exists():
             log(refresh_run_viewer(run_dir))
         typer.echo(str(path))

@@ -32,7 +32,7 @@ def register(app: typer.Typer) -> None:
         spec = F.spec_from_flags(spec_file, **given, embedded=True, **{
             "serving.max_concurrency": concurrency, "serving.request_timeout_s": request_timeout,
             "serving.first_byte_timeout_s": first_byte_timeout})
-        from localbench.rundir import run_lock
+        from localbench.runlog import run_lock
 
         report = run_all(spec, progress)
         with run_lock(spec.run_dir):
@@ -68,9 +68,10 @@ def register(app: typer.Typer) -> None:
               judge_eval: F.JudgeEval = None) -> None:
         """Compute scores.json and scenario_scores.jsonl from transcripts and judgments."""
         from localbench.pipeline import score_stage, spec_of
+        from localbench.runlog import RunPaths
 
         spec = spec_of(run_dir)
         if judge_eval:
             spec = spec.model_copy(update={"judge_eval": judge_eval})
         scores = score_stage(spec)
-        typer.echo(f"{len(scores.rows)} score rows → {Path(run_dir) / 'scores.json'}")
+        typer.echo(f"{len(scores.rows)} score rows → {RunPaths(run_dir).scores_path}")

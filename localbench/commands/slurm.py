@@ -176,11 +176,12 @@ def usage_cmd(
 ) -> None:
     """GPU-hours of the run's tasks, requeues included, from their own timers (and sacct if kept)."""
     from localbench.errors import UserError
+    from localbench.slurm.layout import RunLayout
     from localbench.slurm.usage import line, record_usage, summarize
 
     u = record_usage(run_dir) if record else summarize(run_dir)
     if u is None:
-        raise UserError(f"{run_dir}: no Slurm submission here (missing {Path(run_dir) / 'slurm' / 'submission.json'})")
+        raise UserError(f"{run_dir}: no Slurm submission here (missing {RunLayout(run_dir).submission_file})")
     typer.echo(json.dumps(u, indent=2) if as_json else line(u))
 
 

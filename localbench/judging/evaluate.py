@@ -39,7 +39,7 @@ from localbench.judging.construct import key_words, name_tokens, templates, temp
 from localbench.judging.gold import GoldItem, GoldMessage, gold_hash, read_gold, write_gold
 from localbench.judging.runner import JudgeRunSummary, JudgeTask, answer_record, run_judge_tasks
 from localbench.judging.synthetic import SyntheticJudge, parse_synthetic
-from localbench.records import JsonlStore
+from localbench.runlog import JsonlStore, RunFiles
 from localbench.serving.client import StructuredClient
 from localbench.serving.output import OutputSpec
 from localbench.serving.seeds import derive_seed
@@ -55,7 +55,7 @@ ANSWER_SETTINGS = ("seed", "temperature", "pad_messages", "max_tokens", "templat
                    "rubric_hash", "prompt_hash", "batch", "sample")
 MAX_BUNDLE = 8  # items in one batched call at most (a run's owner rarely has more)
 GOLD_COPY = "gold.jsonl"
-JUDGMENTS = "judgments.jsonl"
+JUDGMENTS = RunFiles.JUDGMENTS  # an eval directory names its answers as a run does
 
 
 @dataclass
@@ -352,7 +352,7 @@ def prepare(gold: str | Path, out: str | Path, config: EvalConfig, item_judge: I
     config.prompt_hash = probe_hash(item_judge)
     if rubric_files:
         from localbench.judging.rubrics import judges_dir
-        from localbench.rundir import file_hashes
+        from localbench.runlog import file_hashes
 
         config.rubric_files = file_hashes(list(rubric_files), judges_dir())
     cfg_path = outp / CONFIG_FILE

@@ -31,7 +31,7 @@ from localbench.errors import UserError
 from localbench.files import write_atomic
 from localbench.judging.calls import render_lines
 from localbench.judging.gold import GoldItem, LabelRecord, gold_hash, opaque_number, read_gold
-from localbench.records import JsonlStore
+from localbench.runlog import JsonlStore
 from localbench.serving.seeds import derive_seed
 
 KEYS = {"n": "none", "p": "partial", "f": "full"}

@@ -36,6 +36,7 @@ from localbench.judging.reliability import (
     status_line,
 )
 from localbench.registry import DEFAULT_BENCHMARK
+from localbench.runlog import RunFiles, RunPaths
 from localbench.stats import CI
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -333,7 +334,7 @@ def write_report(rel: Reliability, out: str | Path) -> ReportPaths:
     paths = []
     for j in rel.judges:
         if j.gold is not None and j.gold.n_items:
-            rel_path = f"figures/confusion_{_safe(j.judge)}.png"
+            rel_path = f"{RunFiles.FIGURES}/confusion_{_safe(j.judge)}.png"
             paths.append(confusion_png(j.judge, j.gold.confusion, j.gold.binary_confusion, outp / rel_path))
             figs[j.judge] = rel_path
     secs = sections(rel, figs)
@@ -343,11 +344,12 @@ def write_report(rel: Reliability, out: str | Path) -> ReportPaths:
     images = {p: _data_uri(outp / p) for s in secs for p, _ in s.figures}
     html = env.get_template("report.html.j2").render(sections=secs, title="Judge reliability", images=images,
                                                      markdown_inline=_inline, status=status)
-    (outp / "report.md").write_text(md, encoding="utf-8")
-    (outp / "report.html").write_text(html, encoding="utf-8")
+    md_path, html_path = RunPaths(outp).report_md, RunPaths(outp).report_html  # named as a run's report is
+    md_path.write_text(md, encoding="utf-8")
+    html_path.write_text(html, encoding="utf-8")
     (outp / "reliability.json").write_text(json.dumps(rel.to_dict(), indent=1, ensure_ascii=False), encoding="utf-8")
     (outp / "verdicts.txt").write_text("\n".join(verdict_lines(rel)) + "\n", encoding="utf-8")
-    return ReportPaths(outp / "report.md", outp / "report.html", outp / "reliability.json", outp / "verdicts.txt", paths)
+    return ReportPaths(md_path, html_path, outp / "reliability.json", outp / "verdicts.txt", paths)
 
 
 def _inline(text: str) -> Any:

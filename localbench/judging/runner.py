@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from localbench.judging.calls import too_long
-from localbench.records import Judgment
+from localbench.runlog import Judgment
 from localbench.runtime.scheduler import Progress
 from localbench.serving.client import StructuredClient
 from localbench.serving.types import GenerationRequest, PromptTooLongError

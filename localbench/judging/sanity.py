@@ -23,7 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from localbench.records import Judgment
+from localbench.runlog import Judgment
 from localbench.scores import JudgeWarning
 
 MIN_SIMULATIONS = 5  # a constant answer over fewer simulations says little

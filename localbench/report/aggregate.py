@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from localbench.design import ALL
-from localbench.records import ScenarioScore
+from localbench.runlog import ScenarioScore
 from localbench.report.data import RunData
 from localbench.scores import ScoreRow
 from localbench.stats import bootstrap_ci

@@ -16,14 +16,14 @@ from pydantic import ValidationError
 
 from localbench.design import ALL, Design
 from localbench.errors import UserError
-from localbench.records import ScenarioScore, read_records
 from localbench.registry import UnknownBenchmark, benchmark_class, design_of
 from localbench.report.plan import ReportPlan
+from localbench.runlog import RunFiles, ScenarioScore, read_records
 from localbench.scores import SCORES_VERSION, ScoreRow, Scores
 
-SCORES_FILE = "scores.json"
-SPEC_FILE = "spec.yaml"
-SCENARIO_FILE = "scenario_scores.jsonl"
+SCORES_FILE = RunFiles.SCORES
+SPEC_FILE = RunFiles.SPEC
+SCENARIO_FILE = RunFiles.SCENARIO_SCORES
 
 
 @dataclass

@@ -26,6 +26,7 @@ from matplotlib.patches import Patch
 from localbench.design import ALL
 from localbench.report.aggregate import Estimate
 from localbench.report.data import RunData
+from localbench.runlog import RunFiles
 
 DPI = 130
 _PAIR_SPLIT = re.compile(r"\s*(?:→|->)\s*")
@@ -93,7 +94,7 @@ def metric_by_level(run: RunData, name: str, title: str, panels: list[tuple[str,
     panels = [(c, m) for c, m in panels
               if any(r.metric == m and r.category == c and r.mean is not None for r in run.scores.rows)]
     if not panels or not levels:
-        return FigureResult(name, title, None, "skipped: no such metric has a value in scores.json")
+        return FigureResult(name, title, None, f"skipped: no such metric has a value in {RunFiles.SCORES}")
     nr, nc = grid(len(panels))
     fig = new_figure(3.4 * nc, 2.9 * nr + 0.5)
     axes = fig.subplots(nr, nc, squeeze=False).ravel()
@@ -233,7 +234,7 @@ def split_bars(run: RunData, name: str, title: str, panels: list[tuple[str, str]
     panels = [(c, m) for c, m in panels if any(r.metric in (m + parts[0], m + parts[1]) and r.category == c
                                                and r.mean is not None for r in run.scores.rows)]
     if not panels:
-        return FigureResult(name, title, None, f"skipped: no {parts[0]}/{parts[1]} split in scores.json")
+        return FigureResult(name, title, None, f"skipped: no {parts[0]}/{parts[1]} split in {RunFiles.SCORES}")
     nr, nc = grid(len(panels))
     fig = new_figure(3.6 * nc, 2.9 * nr + 0.6)
     axes = fig.subplots(nr, nc, squeeze=False).ravel()
@@ -277,7 +278,7 @@ def bars_by_level(run: RunData, name: str, title: str, metrics: list[str], label
     labels = labels or metrics
     models = [m for m in run.models() if any(run.row(x, m, lv, category) for x in metrics for lv in levels)]
     if not models:
-        return FigureResult(name, title, None, "skipped: none of these metrics has a row in scores.json")
+        return FigureResult(name, title, None, f"skipped: none of these metrics has a row in {RunFiles.SCORES}")
     fig = new_figure(max(title_width(title, 11), 1.2 + 0.5 * len(metrics) * max(1, len(levels)) * 0.6),
                      2.9 * len(models) + 0.6)
     axes = fig.subplots(len(models), 1, squeeze=False).ravel()
@@ -309,7 +310,7 @@ def metric_matrix(run: RunData, name: str, title: str, metrics: list[str], label
     models = run.models()
     labels = labels or metrics
     if not models or not levels:
-        return FigureResult(name, title, None, "skipped: no rows in scores.json")
+        return FigureResult(name, title, None, f"skipped: no rows in {RunFiles.SCORES}")
     judge, jnote = one_judge(run)
     fig = new_figure(max(title_width(title, 10), 1.5 + 0.45 * len(metrics) * len(levels)),
                      1.4 + 0.45 * len(models))

@@ -24,10 +24,11 @@ from localbench.report.data import RunData, load_run
 from localbench.report.figures import FigureResult, write_figures
 from localbench.report.provenance import key_facts, sections
 from localbench.report.tables import CellFormat, Table, comparisons_table, md_text, write_tables
+from localbench.runlog import RunFiles, RunPaths
 from localbench.scores import JudgeWarning
 
 TEMPLATES = Path(__file__).parent / "templates"
-VIEWER = "view/index.html"  # the run's viewer (written beside the report: `localbench view`, the report command)
+VIEWER = RunFiles.VIEWER  # the run's viewer (written beside the report: `localbench view`, the report command)
 
 
 @dataclass
@@ -124,7 +125,7 @@ def _figure_entry(f: FigureResult, paths: dict[str, Path], root: Path) -> dict[s
 
 def _table_entry(t: Table, viewer: str | None) -> dict[str, Any]:
     return {"name": t.name, "title": t.title, "html": t.to_html(viewer), "markdown": Rendered(t.to_markdown()),
-            "files": [f"tables/{t.name}.{ext}" for ext in ("md", "tex", "csv")]}
+            "files": [f"{RunFiles.TABLES}/{t.name}.{ext}" for ext in ("md", "tex", "csv")]}
 
 
 def _code_spans(text: str) -> markupsafe.Markup:
@@ -158,7 +159,8 @@ def build_context(run: RunData, tables: list[Table], figures: list[FigureResult]
     comps = next((t for t in tables if t.name == "comparisons"), None)
     notes = list(run.scores.notes) + list(run.notes) + [f"{f.title}: {f.note}" for f in figures if f.note]
     # the report and run commands write the viewer beside the report of any run with transcripts
-    viewer = VIEWER if (run.path / VIEWER).exists() or (run.path / "transcripts.jsonl").exists() else None
+    paths = RunPaths(run.path)
+    viewer = VIEWER if paths.viewer_page.exists() or paths.transcripts_path.exists() else None
     first = next((f for f in figures if f.name == plan.lead_figure and f.ok), None)
     return {
         "title": run.design.title,
@@ -221,11 +223,11 @@ def build_report(run_dir: str | Path, fmt: CellFormat = "pm", design: Design | N
     lead = plan.lead(run, fmt) if plan.lead is not None else None
     if lead is not None:
         lead.flagged = flagged_metrics(run)
-    table_paths = write_tables(tables + ([lead] if lead is not None else []), run.path / "tables")
+    table_paths = write_tables(tables + ([lead] if lead is not None else []), RunPaths(run.path).tables_dir)
     figures = build_figures(run)
-    fig_paths = write_figures(figures, run.path / "figures")
+    fig_paths = write_figures(figures, RunPaths(run.path).figures_dir)
     ctx = build_context(run, tables, figures, fig_paths, plan, lead)
-    html_path, md_path = run.path / "report.html", run.path / "report.md"
+    html_path, md_path = RunPaths(run.path).report_html, RunPaths(run.path).report_md
     write_atomic(html_path, _env(True).get_template("report.html.j2").render(**ctx))
     write_atomic(md_path, _env(False).get_template("report.md.j2").render(**ctx))
     return Report(html_path, md_path, table_paths, fig_paths, ctx["notes"])

@@ -28,8 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from localbench.records import JsonlStore, RecordStore, Transcript
-from localbench.rundir import RunDir, run_lock
+from localbench.runlog import JsonlStore, RunDir, Transcript, run_lock
 from localbench.runtime.clients import RoleClients
 from localbench.runtime.scheduler import Job, JobError, run_jobs
 from localbench.runtime.summary import SimulationSummary
@@ -168,8 +167,8 @@ async def simulate_scenarios(spec: RunSpec, simulator: Simulator, scenarios: lis
     limits = concurrency(spec.serving, engines=len(clients.distinct()))
     _write_spec(rd, spec, {**simulator.provenance(spec, clients, scenarios, n_issues), "concurrency": limits.as_dict()},
                 {**simulator.fingerprint(scenarios), "engines": engines})
-    store = RecordStore(rd.path / "transcripts.jsonl", Transcript)
-    errors_file = JsonlStore(rd.path / "sim_errors.jsonl", key_field="id")
+    store = rd.transcripts()
+    errors_file = JsonlStore(rd.sim_errors_path, key_field="id")
     todo = [u for u in units if u.key not in store]
     summary = SimulationSummary(rd.path, total=len(units), already_done=len(units) - len(todo))
     ends: Counter[str] = Counter()

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Literal
 
-from localbench.records import LogEntry
+from localbench.runlog import LogEntry
 
 Kind = Literal["message", "system", "coordinator", "pass", "done", "held", "gate", "failed"]
 Channel = Literal["direct", "group", "system", "delivery", "coordinator", "none"]

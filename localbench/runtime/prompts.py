@@ -15,7 +15,7 @@ from typing import Any
 
 import jinja2
 
-from localbench.rundir import file_hashes
+from localbench.runlog import file_hashes
 
 
 class PromptSet:

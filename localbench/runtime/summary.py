@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from localbench.runlog import RunPaths
+
 
 @dataclass
 class SimulationSummary:
@@ -29,7 +31,7 @@ class SimulationSummary:
 
     @property
     def transcripts(self) -> Path:
-        return self.run_dir / "transcripts.jsonl"
+        return RunPaths(self.run_dir).transcripts_path
 
     @property
     def complete(self) -> bool:
@@ -43,7 +45,7 @@ class SimulationSummary:
 
     def all_failed_line(self) -> str:
         return (f"all {self.recorded_failed} simulations failed, the first: {self.first_error} (every error is "
-                f"in {self.transcripts} and {self.run_dir / 'sim_errors.jsonl'}; fix the cause, move the run "
+                f"in {self.transcripts} and {RunPaths(self.run_dir).sim_errors_path}; fix the cause, move the run "
                 "directory aside and run again)")
 
     def line(self) -> str:

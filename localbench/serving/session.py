@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from localbench.errors import UserError
+from localbench.runlog import RunPaths
 from localbench.serving.cache import ResponseCache
 from localbench.serving.client import StructuredClient
 from localbench.serving.engines import open_backend, pick_engine
@@ -24,7 +25,7 @@ def open_cache(path: str | Path | None, run_dir: Path, no_cache: bool = False) -
     """A run's response cache: ``path``, else <run dir>/cache.sqlite; None with ``no_cache``."""
     if no_cache:
         return None
-    return ResponseCache(Path(path) if path else Path(run_dir) / "cache.sqlite")
+    return ResponseCache(Path(path) if path else RunPaths(run_dir).cache_path)
 
 
 def check_models_here(models: Mapping[str, str], serving: EngineOptions, urls: Mapping[str, str | None]) -> None:

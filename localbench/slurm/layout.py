@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from localbench.errors import UserError
 from localbench.files import write_atomic
+from localbench.runlog import RunFiles, RunPaths
 
 
 class JobSubmission(BaseModel):
@@ -71,11 +72,11 @@ class RunLayout:
 
     @property
     def slurm(self) -> Path:
-        return self.run / "slurm"
+        return RunPaths(self.run).slurm_dir
 
     @property
     def spec_file(self) -> Path:
-        return self.slurm / "spec.yaml"
+        return self.slurm / RunFiles.SPEC
 
     @property
     def submission_file(self) -> Path:
@@ -83,10 +84,10 @@ class RunLayout:
 
     @property
     def shards(self) -> Path:
-        return self.run / "shards"
+        return RunPaths(self.run).shards_dir
 
     def shard_dir(self, i: int) -> Path:
-        return self.shards / str(i)
+        return RunPaths(self.run).shard(i)
 
     def shard_spec(self, i: int) -> Path:
         return self.slurm / "specs" / f"shard-{i}.yaml"

@@ -16,12 +16,11 @@ from typing import Any
 import yaml
 
 from localbench.errors import UserError
-from localbench.rundir import RunDir, run_lock
-from localbench.records import JsonlStore
+from localbench.runlog import JsonlStore, RunDir, RunFiles, RunPaths, run_lock
 from localbench.slurm.layout import RunLayout
 from localbench.spec import RunSpec
 
-RECORD_FILES = ("transcripts.jsonl", "judgments.jsonl")
+RECORD_FILES = (RunFiles.TRANSCRIPTS, RunFiles.JUDGMENTS)
 _VOLATILE = {"spec", "created", "resumed"}  # differ between shards by construction
 
 
@@ -113,14 +112,14 @@ def merge_run(run_dir: str | Path, allow_partial: bool = False) -> MergeReport:
     rep = MergeReport(shards=shards)
     docs: dict[int, dict[str, Any]] = {}
     for i in shards:
-        f = layout.shard_dir(i) / "spec.yaml"
+        f = RunPaths(layout.shard_dir(i)).spec_file
         if f.exists():
             docs[i] = _read_spec_doc(f)
         else:
             rep.missing.append(i)
     if rep.missing and not allow_partial:
         raise UserError(
-            f"{layout.run}: shard(s) {rep.missing} have no run directory (no {layout.shards}/<i>/spec.yaml); "
+            f"{layout.run}: shard(s) {rep.missing} have no run directory (no {layout.shards}/<i>/{RunFiles.SPEC}); "
             "see `localbench slurm status`, or merge what exists with --allow-partial"
         )
     if not docs:
@@ -148,8 +147,8 @@ def merge_run(run_dir: str | Path, allow_partial: bool = False) -> MergeReport:
         RunDir(layout.run).write_spec(spec, provenance, first.get("fingerprint"))
 
         if not spec.no_cache and spec.cache is None:
-            caches = [layout.shard_dir(i) / "cache.sqlite" for i in docs]
-            rep.cache_rows = _merge_caches([c for c in caches if c.exists()], layout.run / "cache.sqlite")
+            caches = [RunPaths(layout.shard_dir(i)).cache_path for i in docs]
+            rep.cache_rows = _merge_caches([c for c in caches if c.exists()], RunPaths(layout.run).cache_path)
         (layout.slurm / "merge.json").write_text(json.dumps(rep.__dict__, indent=2) + "\n")
         from localbench.slurm.usage import record_usage
 

@@ -16,6 +16,7 @@ from typing import Any
 import jinja2
 
 from localbench.paths import REPO_ROOT
+from localbench.runlog import RunPaths
 from localbench.slurm.options import JobResources, SlurmOptions
 from localbench.slurm.plan import RunPlan
 from localbench.slurm.shell import Shell, finalize, quote, quote_with_vars, sbatch_value, shell_line
@@ -92,7 +93,7 @@ def _exports(o: SlurmOptions, res: JobResources, run: Path, batch_invariant: boo
     if res.cpus_per_task:
         env.append(("OMP_NUM_THREADS", quote(res.cpus_per_task)))
     env.append(("PYTHONUNBUFFERED", quote("1")))  # logs appear as they are written
-    env.append(("LOCALBENCH_SERVER_LOGS", quote(run / "slurm" / "servers")))  # not ~/.cache
+    env.append(("LOCALBENCH_SERVER_LOGS", quote(RunPaths(run).slurm_dir / "servers")))  # not ~/.cache
     if batch_invariant:  # model servers the task starts use vLLM's batch-invariant kernels
         env.append(("VLLM_BATCH_INVARIANT", quote("1")))
     env += [(k, quote_with_vars(v)) for k, v in o.env.items()]

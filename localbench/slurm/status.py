@@ -16,6 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from localbench.errors import UserError
+from localbench.runlog import RunPaths
 from localbench.slurm.layout import RunLayout, SubmissionRecord
 
 ACTIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED",
@@ -282,8 +283,9 @@ def run_status(run_dir: str | Path) -> RunStatus:
     shards = []
     for i in range(rec.num_shards):
         array_job = rec.array_job_of(i)
-        st = ShardStatus(shard=i, transcripts=_count_lines(layout.shard_dir(i) / "transcripts.jsonl"),
-                         judgments=_count_lines(layout.shard_dir(i) / "judgments.jsonl"))
+        shard = RunPaths(layout.shard_dir(i))
+        st = ShardStatus(shard=i, transcripts=_count_lines(shard.transcripts_path),
+                         judgments=_count_lines(shard.judgments_path))
         if array_job:
             st.job_id = f"{array_job}_{i}"
             info = jobs.get(st.job_id)

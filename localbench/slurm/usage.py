@@ -130,13 +130,12 @@ def line(u: dict[str, Any]) -> str:
 def record_usage(run_dir: str | Path) -> dict[str, Any] | None:
     """Write the summary into RUN/spec.yaml's ``slurm`` section (``slurm.usage``) if the run was
     submitted to Slurm and has a spec.yaml; returns it."""
-    from localbench.rundir import RunDir
+    from localbench.runlog import RunDir, RunPaths
 
     u = summarize(run_dir)
-    rd_path = Path(run_dir)
-    if u is None or not (rd_path / "spec.yaml").exists():
+    if u is None or not RunPaths(run_dir).spec_file.exists():
         return u
-    rd = RunDir(rd_path)
+    rd = RunDir(run_dir)
     section = dict(rd.read_spec().get("slurm") or {})
     section["usage"] = u
     rd.update_provenance("slurm", section)

@@ -25,12 +25,11 @@ from typing import Any
 
 from localbench.errors import UserError
 from localbench.files import write_atomic
-from localbench.records import by_simulation
+from localbench.runlog import RunFiles, RunPaths, by_simulation
 from localbench.rejudge import LoadedRun, run_judgments
 from localbench.viewdata import SimulationView
 
 STATIC = Path(__file__).parent / "static"
-VIEW_DIR = "view"  # a run's own viewer: RUN/view/
 
 
 @dataclass
@@ -42,7 +41,7 @@ class ViewerSummary:
 
     @property
     def index(self) -> Path:
-        return self.out / "index.html"
+        return self.out / RunFiles.VIEW_PAGE
 
     def line(self) -> str:
         return f"viewer: {self.simulations} simulations of {self.runs} run(s) → {self.index} ({self.wall_s:.1f} s)"
@@ -75,7 +74,7 @@ def views_of(run_dir: str | Path) -> tuple[LoadedRun, list[SimulationView]]:
 def default_out(run_dirs: list[Path]) -> Path:
     """A single run's viewer lives in it (RUN/view); several runs need --out."""
     if len(run_dirs) == 1:
-        return run_dirs[0] / VIEW_DIR
+        return RunPaths(run_dirs[0]).view_dir
     raise UserError("several runs: say where their viewer goes with --out DIR")
 
 
@@ -84,8 +83,8 @@ def write_viewer(run_dirs: list[str | Path], out: str | Path | None = None) -> V
     t0 = time.monotonic()
     dirs = [Path(d) for d in run_dirs]
     for d in dirs:
-        if not (d / "transcripts.jsonl").is_file():
-            raise UserError(f"{d}: no transcripts.jsonl (is it a run directory? `localbench simulate` writes it)")
+        if not RunPaths(d).transcripts_path.is_file():
+            raise UserError(f"{d}: no {RunFiles.TRANSCRIPTS} (is it a run directory? `localbench simulate` writes it)")
     dest = Path(out) if out is not None else default_out(dirs)
     sims = dest / "data" / "sims"
     if sims.exists():
@@ -95,7 +94,7 @@ def write_viewer(run_dirs: list[str | Path], out: str | Path | None = None) -> V
     for d in dirs:
         run, views = views_of(d)
         design = run.benchmark.design
-        report = d / "report.html"
+        report = RunPaths(d).report_html
         runs.append({"id": run.spec.resolved_run_id, "path": str(d), "benchmark": design.name, "title": design.title,
                      "report": os.path.relpath(report, dest) if report.exists() else None,
                      "level_label": design.condition.label, "category_label": design.category.label,
@@ -107,7 +106,7 @@ def write_viewer(run_dirs: list[str | Path], out: str | Path | None = None) -> V
             (sims / f"{n}.js").write_text(_js("LB_SIM", n, v.model_dump(mode="json")), encoding="utf-8")
             n += 1
     write_atomic(dest / "data" / "index.js", _js("LB_INDEX", {"runs": runs, "rows": rows}))
-    for f in ("index.html", "app.js", "style.css"):
+    for f in (RunFiles.VIEW_PAGE, "app.js", "style.css"):
         shutil.copyfile(STATIC / f, dest / f)
     return ViewerSummary(dest, len(dirs), n, time.monotonic() - t0)
 

@@ -23,7 +23,7 @@ from localbench.judging.construct import PlantSource, gold_from_sources
 from localbench.judging.gold import GoldPrivateItem
 from localbench.judging.rubrics import render
 from localbench.judging.runner import JUDGE_TEMPERATURE, JudgeTask
-from localbench.records import Judgment, ScenarioScore, Transcript
+from localbench.runlog import Judgment, ScenarioScore, Transcript
 from localbench.runtime.calls import OutOfContext, SimulationCalls
 from localbench.runtime.clients import RoleClients
 from localbench.runtime.harness import Simulator, Unit, model_provenance

@@ -21,7 +21,7 @@ from localbench.benchmarks.agentleak.scenario import CHANNELS, Scenario, VaultFi
 from localbench.benchmarks.agentleak.task_judge import TASK_JUDGE, decode_task, no_answer_label, task_call, verdict_model
 from localbench.judging.calls import fits_in, schema_hash
 from localbench.judging.runner import JUDGE_TEMPERATURE, JudgeTask
-from localbench.records import Judgment, RecordStore, Transcript
+from localbench.runlog import Judgment, RecordStore, Transcript
 from localbench.serving.client import StructuredClient
 from localbench.serving.output import OutputSpec
 from localbench.serving.seeds import derive_seed

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from localbench.benchmarks.agentleak.evaluate import JUDGE
 from localbench.benchmarks.agentleak.judges import UNGROUNDED
-from localbench.records import Judgment
+from localbench.runlog import Judgment
 
 UNGROUNDED_SHARE = 0.2
 MIN_CALLS = 5

@@ -177,9 +177,9 @@ def judge_warning_table(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
     """The tier-3 judge's warnings (``judge_warnings.py``), read from the run's judgments; the report
     says when tier 3 was off or has not run."""
     from localbench.benchmarks.agentleak.judge_warnings import judge_warnings
-    from localbench.records import Judgment, RecordStore
+    from localbench.runlog import Judgment, RecordStore, RunPaths
 
-    path = run.path / "judgments.jsonl"
+    path = RunPaths(run.path).judgments_path
     judgments = list(RecordStore(path, Judgment).read()) if path.is_file() else []
     warns = judge_warnings(judgments)
     t = Table(name="judge_warnings_agentleak", title="Judge warnings (tier-3 leak judge)",

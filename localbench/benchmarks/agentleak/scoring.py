@@ -39,7 +39,7 @@ from localbench.benchmarks.agentleak.evaluate import JUDGE, channel_contents
 from localbench.benchmarks.agentleak.scenario import CHANNELS, INTERNAL, Scenario
 from localbench.benchmarks.agentleak.task_judge import TASK_JUDGE, criteria_met
 from localbench.benchmarks.agentleak.weights import weight_of
-from localbench.records import Judgment, ScenarioScore, Transcript, by_simulation
+from localbench.runlog import Judgment, ScenarioScore, Transcript, by_simulation
 
 LEAK_LEVELS = ("partial", "full")
 PRIMARY: tuple[str, ...] = ("C1", "C2", "C5")  # the paper's primary scope: ELR and H1

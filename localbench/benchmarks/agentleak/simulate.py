@@ -14,7 +14,7 @@ from localbench.benchmarks.agentleak.defenses import Setting, SettingError
 from localbench.benchmarks.agentleak.prompting import PROMPTS
 from localbench.benchmarks.agentleak.scenario import Scenario
 from localbench.benchmarks.agentleak.system import TEMPERATURES, AgentSystem, Settings
-from localbench.records import Transcript
+from localbench.runlog import Transcript
 from localbench.runtime.clients import RoleClients
 from localbench.runtime.harness import Simulator, Unit, model_provenance, scenarios_hash
 from localbench.spec import RunSpec, SpecError

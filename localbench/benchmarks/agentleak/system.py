@@ -27,7 +27,7 @@ from localbench.benchmarks.agentleak.defenses import Setting
 from localbench.benchmarks.agentleak.prompting import PROMPTS
 from localbench.benchmarks.agentleak.sandbox import Sandbox, tool_fields
 from localbench.benchmarks.agentleak.scenario import Agent, Scenario
-from localbench.records import LogEntry, Transcript
+from localbench.runlog import LogEntry, Transcript
 from localbench.runtime.calls import FittedCall, OutOfContext, SimulationCalls
 from localbench.runtime.clients import RoleClients
 from localbench.serving.seeds import derive_seed

@@ -21,7 +21,7 @@ from localbench.benchmarks.agentleak.judges import EVIDENCE_LEN, UNGROUNDED, ung
 from localbench.benchmarks.agentleak.scenario import Scenario
 from localbench.judging.calls import JudgeCall
 from localbench.judging.rubrics import render
-from localbench.records import Transcript
+from localbench.runlog import Transcript
 
 TASK_JUDGE = "task"
 RUBRIC = "agentleak/task.j2"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from localbench.benchmarks.agentleak.scenario import CHANNELS, Scenario
 from localbench.benchmarks.agentleak.scoring import leaks_of
-from localbench.records import Judgment, Transcript
+from localbench.runlog import Judgment, Transcript
 from localbench.viewdata import Label, Message, Panel, Participant, PrivateItem, SimulationView
 
 TIER = {1: "tier 1 (canary)", 2: "tier 2 (identifier / value match)", 3: "tier 3 (judge)"}

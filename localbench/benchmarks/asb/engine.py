@@ -19,7 +19,7 @@ from localbench.benchmarks.asb.actions import ActionName, action_spec, reply_spe
 from localbench.benchmarks.asb.ladder import Level, effective_tier, privacy_context
 from localbench.benchmarks.asb.prompting import prompt_set_hash, render
 from localbench.benchmarks.asb.scenario import Agent, Scenario
-from localbench.records import Transcript
+from localbench.runlog import Transcript
 from localbench.runtime.calls import OutOfContext, SimulationCalls
 from localbench.runtime.clients import RoleClients
 from localbench.runtime.log import ConversationLog, LogEntry

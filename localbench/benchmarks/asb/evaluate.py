@@ -13,7 +13,7 @@ from localbench.benchmarks.asb.judges import decode, judge_calls, rule_label
 from localbench.benchmarks.asb.scenario import Scenario
 from localbench.judging.calls import JudgeCall, fits_in, schema_hash
 from localbench.judging.runner import JUDGE_TEMPERATURE, JudgeTask
-from localbench.records import Judgment, RecordStore, Transcript
+from localbench.runlog import Judgment, RecordStore, Transcript
 from localbench.serving.client import StructuredClient
 from localbench.serving.output import OutputSpec
 from localbench.serving.seeds import derive_seed

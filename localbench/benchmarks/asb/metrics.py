@@ -27,7 +27,7 @@ from localbench.benchmarks.asb.boundaries import forbidden_recipients, item_is_s
 from localbench.benchmarks.asb.judges import BEHAVIOURS, CU_BEHAVIOURS, NEGATIVE
 from localbench.benchmarks.asb.scenario import Scenario
 from localbench.benchmarks.asb.design import HEADLINE
-from localbench.records import Judgment
+from localbench.runlog import Judgment
 
 RANK = {"none": 0, "partial": 1, "full": 2}
 

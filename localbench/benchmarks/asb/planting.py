@@ -28,7 +28,7 @@ from localbench.judging.construct import (
     templates_hash,
 )
 from localbench.judging.gold import GoldItem, GoldPrivateItem
-from localbench.records import Judgment, LogEntry, Transcript
+from localbench.runlog import Judgment, LogEntry, Transcript
 from localbench.serving.seeds import derive_seed
 
 
@@ -154,7 +154,7 @@ def write_planted_run(run_dir: str | Path, scenarios_source: str, models: dict[s
                       seed: int = 0, judge: str = "planted-oracle", categories: list[str] | None = None) -> Path:
     """A run directory (spec.yaml + transcripts.jsonl) whose leak rates are known, one model per share."""
     from localbench.benchmarks.asb.loaders import load_scenarios
-    from localbench.rundir import RunDir
+    from localbench.runlog import RunDir
     from localbench.spec import RunSpec
 
     cats = categories or list(PLANTABLE)

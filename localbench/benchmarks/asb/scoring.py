@@ -11,7 +11,7 @@ from typing import Iterable
 
 from localbench.benchmarks.asb.metrics import leakage_metrics, missing_calls, simulation_metrics, unscored
 from localbench.benchmarks.asb.scenario import Scenario
-from localbench.records import Judgment, ScenarioScore, Transcript, by_simulation
+from localbench.runlog import Judgment, ScenarioScore, Transcript, by_simulation
 
 SILENT = "no agent message: its turns failed or its context was exhausted"
 NOT_JUDGED = "not judged yet"

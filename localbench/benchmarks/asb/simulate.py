@@ -19,7 +19,7 @@ from localbench.benchmarks.asb.graph import GraphSimulation
 from localbench.benchmarks.asb.ladder import LevelError, resolve_levels
 from localbench.benchmarks.asb.prompting import prompt_set_hash, template_hashes
 from localbench.benchmarks.asb.scenario import CATEGORY_NAMES, Scenario
-from localbench.records import Transcript
+from localbench.runlog import Transcript
 from localbench.runtime import harness
 from localbench.runtime.clients import RoleClients
 from localbench.runtime.harness import Simulator, Unit, model_provenance, scenarios_hash

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from localbench.benchmarks.asb.boundaries import forbidden_recipients, person_of, side_of
 from localbench.benchmarks.asb.scenario import PrivateItem, Scenario
-from localbench.records import Judgment, Transcript
+from localbench.runlog import Judgment, Transcript
 from localbench.viewdata import Label, Message, Panel, Participant, PrivateItem as ViewItem, SimulationView
 
 LEAKAGE = ("privacy", "privacy_pairs")

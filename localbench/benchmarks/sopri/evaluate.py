@@ -28,7 +28,7 @@ from localbench.benchmarks.sopri.scenario import User
 from localbench.errors import UserError
 from localbench.judging.rubrics import rubric_hash
 from localbench.judging.runner import JudgeTask
-from localbench.records import Judgment, RecordStore, Transcript
+from localbench.runlog import Judgment, RecordStore, Transcript
 from localbench.serving.client import StructuredClient
 from localbench.spec import RunSpec
 

@@ -18,7 +18,7 @@ from localbench.benchmarks.sopri.scenario import User
 from localbench.judging.calls import JudgeCall
 from localbench.judging.rubrics import render
 from localbench.judging.runner import JudgeTask
-from localbench.records import Judgment, RecordStore, Transcript
+from localbench.runlog import Judgment, RecordStore, Transcript
 from localbench.spec import RunSpec
 
 JUDGE = "intent"

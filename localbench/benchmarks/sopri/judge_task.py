@@ -12,7 +12,7 @@ from typing import Any
 
 from localbench.judging.calls import JudgeCall, schema_hash
 from localbench.judging.runner import JUDGE_TEMPERATURE, JudgeTask
-from localbench.records import Transcript
+from localbench.runlog import Transcript
 from localbench.serving.output import OutputSpec
 from localbench.serving.seeds import derive_seed
 from localbench.serving.types import GenerationRequest

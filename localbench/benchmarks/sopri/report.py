@@ -17,7 +17,7 @@ from localbench.benchmarks.sopri.design import DIFFICULTY_METRICS, DIMENSION_MET
 from localbench.benchmarks.sopri.scenario import DIFFICULTIES
 from localbench.design import ALL
 from localbench.report.plan import ReportPlan
-from localbench.records import Transcript
+from localbench.runlog import RunPaths, Transcript, recorded_judge
 from localbench.report.aggregate import Estimate
 from localbench.report.data import RunData
 from localbench.report.figures import FigureResult, bars_by_level
@@ -70,7 +70,7 @@ ABDUCTIVE_DEPARTURES = (
 
 
 def _transcripts(run: RunData) -> list[Transcript]:
-    path = run.path / "transcripts.jsonl"
+    path = RunPaths(run.path).transcripts_path
     try:
         return [Transcript.model_validate_json(x) for x in path.read_text().splitlines() if x.strip()]
     except (OSError, ValueError):
@@ -109,7 +109,7 @@ def run_notes(run: RunData) -> list[str]:
     extra = spec.get("extra") or {}
     models = spec.get("models") or {}
     attacker = models.get("attacker") or ""
-    judge = (run.spec_doc.get("judge") or {}).get("model") or models.get("judge") or attacker
+    judge = recorded_judge(run.spec_doc) or models.get("judge") or attacker
     if extra.get("judge") == "exact":
         out.append("Judge: the exact rule (--judge exact): an answer scores the deepest level it names after "
                    "normalisation; no model judged.")

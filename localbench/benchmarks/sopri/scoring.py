@@ -21,7 +21,7 @@ from typing import Any
 from localbench.benchmarks.sopri.evaluate import inferences_of
 from localbench.benchmarks.sopri.judges import GRANULARITY_JUDGE, RIGHT, WRONG, grade_levels
 from localbench.benchmarks.sopri.scenario import DIFFICULTIES, DIMENSIONS, SLOTS, User
-from localbench.records import Judgment, ScenarioScore, Transcript, by_simulation
+from localbench.runlog import Judgment, ScenarioScore, Transcript, by_simulation
 
 INTENT_JUDGE = "intent"
 LEAKAGE = ("PES", "ACC", "GRAN", *(f"PES:d{d}" for d in DIFFICULTIES), *(f"PES:{d}" for d in DIMENSIONS))

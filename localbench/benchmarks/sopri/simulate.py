@@ -30,7 +30,7 @@ from localbench.benchmarks.sopri.scenario import User
 from localbench.benchmarks.sopri.tools import COSTS, build_toolbox, image_files, sandbox_for
 from localbench.errors import UserError
 from localbench.paths import cache_dir
-from localbench.records import Transcript
+from localbench.runlog import Transcript
 from localbench.runtime.calls import OutOfContext, SimulationCalls
 from localbench.runtime.clients import RoleClients
 from localbench.runtime.harness import Simulator, Unit, model_provenance, scenarios_hash

@@ -15,7 +15,7 @@ from localbench.benchmarks.sopri.scenario import DIFFICULTIES, SLOTS, Post, User
 from localbench.benchmarks.sopri.scoring import grade, unit_level
 from localbench.errors import UserError
 from localbench.benchmarks.sopri.image_check import image_problem
-from localbench.records import Judgment, Transcript
+from localbench.runlog import Judgment, Transcript
 from localbench.viewdata import Label, Message, Panel, Participant, PrivateItem, SimulationView
 
 ATTACKER = "attacker"

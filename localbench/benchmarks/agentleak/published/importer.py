@@ -22,13 +22,13 @@ from localbench.benchmarks.agentleak.published.sampling import SAMPLE_FILE, STRA
 from localbench.benchmarks.agentleak.published.traces import ReadTraces, TraceProblem, UpstreamTrace, read_traces
 from localbench.errors import UserError
 from localbench.files import write_lines_atomic
-from localbench.records import LogEntry, Transcript, write_records
-from localbench.rundir import RunDir
+from localbench.runlog import LogEntry, Transcript, write_records
+from localbench.runlog import RunDir, RunFiles, RunPaths
 from localbench.spec import RunSpec
 
 BENCHMARK = "agentleak-traces"
 SETTING = "2-agent"  # the harness's one topology (coordinator and worker)
-PROBLEMS = "import_problems.jsonl"
+PROBLEMS = RunFiles.IMPORT_PROBLEMS
 NOT_RESIMULATED = ("No model was called: the traces' channel messages are scored as published. Not re-simulated: "
                    "the agents' replies, the single-agent run, the memory write (upstream builds C5 from the "
                    "worker's reply) and the upstream detector's flags, which are kept as provenance.")
@@ -114,7 +114,7 @@ def import_traces(source: str | Path, out: str | Path = "runs", run_id: str | No
     whole = hashlib.sha256(json.dumps(hashes, sort_keys=True).encode()).hexdigest()
     rid = run_id or f"{BENCHMARK}-{whole[:10]}"
     run_dir = Path(out) / rid
-    if (run_dir / "transcripts.jsonl").exists():
+    if RunPaths(run_dir).transcripts_path.exists():
         raise UserError(f"{run_dir}: already holds a run; give another --run-id or remove it")
     rd = RunDir(run_dir)
     spec = RunSpec(benchmark=BENCHMARK, scenarios=str(run_dir.resolve()), levels=[SETTING],
@@ -132,7 +132,7 @@ def import_traces(source: str | Path, out: str | Path = "runs", run_id: str | No
         "by_model": by_model, "problems_file": PROBLEMS if problems else None,
         "not_resimulated": NOT_RESIMULATED}}
     rd.write_spec(spec, provenance, {"imported": whole[:16]})
-    write_records(rd.path / "transcripts.jsonl", kept)
+    write_records(rd.transcripts_path, kept)
     if drawn is not None:
         write_sample(rd.path / SAMPLE_FILE, drawn)
     if problems:

@@ -45,7 +45,7 @@ class ImportedSimulator(Simulator):
 
 def load_imported(source: str, categories: Iterable[str] | str | None = None, limit: int | None = None
                   ) -> dict[str, ImportedTrace]:
-    from localbench.rundir import RunDir
+    from localbench.runlog import RunDir
 
     run = Path(source)
     if not (run / "transcripts.jsonl").is_file():

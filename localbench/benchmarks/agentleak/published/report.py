@@ -7,11 +7,11 @@ from __future__ import annotations
 from localbench.benchmarks.agentleak.published.causes import group_causes
 from localbench.benchmarks.agentleak.published.tables import agreement, four_columns, p_text, pct
 from localbench.report.plan import ReportPlan
-from localbench.records import ScenarioScore
+from localbench.runlog import RunFiles, ScenarioScore
 from localbench.report.data import RunData
 from localbench.report.tables import CellFormat, Column, Row, Table
 
-VIEWER = "view/index.html"
+VIEWER = RunFiles.VIEWER
 
 
 def imported_line(run: RunData) -> str:
@@ -92,10 +92,9 @@ def causes_table(run: RunData, fmt: CellFormat = "pm", top: int = 25, viewer: st
 
 
 def _judgments(run: RunData):
-    from localbench.rundir import RunDir
+    from localbench.runlog import RunDir, RunPaths
 
-    path = run.path / "judgments.jsonl"
-    return list(RunDir(run.path).judgments().read()) if path.is_file() else []
+    return list(RunDir(run.path).judgments().read()) if RunPaths(run.path).judgments_path.is_file() else []
 
 
 def tier3_tables(run: RunData, fmt: CellFormat = "pm") -> list[Table]:

@@ -20,7 +20,7 @@ from localbench.benchmarks.agentleak.published.definitions import (
     trace_flags,
     upstream_trace_flags,
 )
-from localbench.records import ScenarioScore, Transcript
+from localbench.runlog import ScenarioScore, Transcript
 
 WORKERS_ENV = "LOCALBENCH_RESCORE_WORKERS"
 

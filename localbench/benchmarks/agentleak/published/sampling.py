@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from localbench.benchmarks.agentleak.published.traces import UPSTREAM_CHANNELS
-from localbench.records import Transcript
+from localbench.runlog import Transcript
 
 SAMPLE_FILE = "tier3_sample.jsonl"
 STRATA = "model × vertical × channel"

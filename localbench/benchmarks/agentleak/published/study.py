@@ -14,6 +14,7 @@ from localbench.benchmarks.agentleak.published.report import agreement_table, ca
 from localbench.benchmarks.agentleak.published.causes import by_reason, group_causes
 from localbench.benchmarks.agentleak.published.tables import agreement, four_columns, pct
 from localbench.report.data import load_run
+from localbench.runlog import RunPaths
 
 COMMAND = ("localbench import agentleak-traces ../shared/datasets/agentleak/published_traces/traces.jsonl.gz "
            "--run-id agentleak-published --study studies/agentleak-published-traces")
@@ -118,7 +119,7 @@ def write_readme(run_dir: Path, out: Path, t_import: float | None, t_score: floa
     figs = figures(run, out)
     lead = lead_table(run)
     agree = agreement_table(run)[0]
-    causes = causes_table(run, viewer=os.path.relpath(run_dir / "view" / "index.html", out))[0]
+    causes = causes_table(run, viewer=os.path.relpath(RunPaths(run_dir).viewer_page, out))[0]
     md = [
         "# AgentLeak's published traces, reproduced and rescored",
         "",

@@ -18,7 +18,7 @@ from typing import Any
 from localbench.benchmarks.agentleak.published.definitions import metric_name
 from localbench.benchmarks.agentleak.published.paper import PaperValue, paper_values
 from localbench.judging.agreement import cohen_kappa, confusion
-from localbench.records import ScenarioScore
+from localbench.runlog import ScenarioScore
 from localbench.stats import CI, McNemarResult, mcnemar_test, wilson_ci
 
 FAMILY_QUANTITY = "ASR"

@@ -23,7 +23,7 @@ from localbench.benchmarks.agentleak.judges import UNGROUNDED, decode, judge_cal
 from localbench.benchmarks.agentleak.published.adapter import trace_scenario
 from localbench.benchmarks.agentleak.published.sampling import SampledMessage, read_sample
 from localbench.errors import UserError
-from localbench.records import Judgment, Transcript
+from localbench.runlog import Judgment, RunFiles, Transcript
 
 LEAK_LEVELS = ("partial", "full")
 
@@ -52,7 +52,7 @@ def build_tasks(spec, transcripts: Sequence[Transcript], client, store) -> list:
     for m in sample:
         t = by_key.get(m.key)
         if t is None or m.index >= len(t.entries):
-            raise UserError(f"{spec.run_dir}: sampled message {m.key} #{m.index} is not in transcripts.jsonl")
+            raise UserError(f"{spec.run_dir}: sampled message {m.key} #{m.index} is not in {RunFiles.TRANSCRIPTS}")
         p = t.payload
         s = trace_scenario(p["scenario_id"], p["vertical"], p["vault"], set(p["allowed_fields"]))
         text = t.entries[m.index].content

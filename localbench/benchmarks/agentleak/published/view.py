@@ -4,7 +4,7 @@ localbench's findings under each definition (a panel), and the vault as private 
 from __future__ import annotations
 
 from localbench.benchmarks.agentleak.published.definitions import score_messages
-from localbench.records import Transcript
+from localbench.runlog import Transcript
 from localbench.viewdata import Label, Message, Panel, Participant, PrivateItem, SimulationView
 
 
