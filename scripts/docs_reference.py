@@ -115,6 +115,7 @@ def designs() -> str:
         rounds = ", ".join(f"{k} {v}" for k, v in d.max_rounds.items())
         emb_rounds = ", ".join(f"{k} {v}" for k, v in emb.pop("max_rounds", {}).items())
         turn = RunSpec.model_fields["max_tokens"].default
+        settings = ", ".join(f"`{k}`" for k in d.settings.model_fields)  # `localbench data design` describes each
         out.append(f"### {d.title} (`--benchmark {d.name}`)\n\n"
                    f"| | a spec file (RunSpec defaults) | `localbench run` without `--spec` (embedded default) |\n"
                    f"|---|---|---|\n"
@@ -124,7 +125,8 @@ def designs() -> str:
                    f"| scenarios per category (`limit`) | every one | {emb.get('limit', 'every one')} |\n"
                    f"| round limit (`max_rounds`) | {rounds} | {emb_rounds or rounds} |\n"
                    f"| tokens per agent turn (`max_tokens`) | {turn} | {emb.get('max_tokens', turn)} |\n"
-                   f"| roles (`models`) | {', '.join(r.name for r in d.roles)} | the packaged model in every role |\n")
+                   f"| roles (`models`) | {', '.join(r.name for r in d.roles)} | the packaged model in every role |\n"
+                   f"| its own settings (`extra`) | {settings or 'none'} | the same |\n")
     return "\n".join(out)
 
 

@@ -112,3 +112,27 @@ def test_an_eval_directory_keeps_to_one_benchmarks_judge(tmp_path):
     assert (cfg.benchmark, cfg.rubric, cfg.judge_metrics) == ("asb", bm.item_judge.rubric, bm.item_judge.metrics)
     with pytest.raises(UserError, match="'asb' benchmark's judge, not 'other'"):
         prepare(gold, tmp_path / "ev", EvalConfig(judges=["a"], benchmark="other"), bm.item_judge)
+
+
+def test_a_benchmarks_own_settings_are_typed_and_checked_when_the_spec_is_read(toy_registered):
+    """``extra`` is the benchmark's declared settings model: a misspelt, misplaced or out-of-range
+    setting is an error naming it before anything runs; a good one reads typed, and the spec keeps
+    what was given (so its hash, and its run id, are what they were)."""
+    from typer.testing import CliRunner
+
+    from localbench.cli import app
+    from localbench.spec import SpecError, load_spec
+
+    spec = load_spec(None, benchmark="sopri", extra={"route_budget": 5})
+    assert spec.settings.route_budget == 5 and spec.settings.max_inferences == 12 and spec.extra == {"route_budget": 5}
+    assert load_spec(None, benchmark="asb").settings.message_max_chars is None
+    with pytest.raises(SpecError, match=r"field 'extra.route_budget': Input should be greater than or equal to 0"):
+        load_spec(None, benchmark="sopri", extra={"route_budget": -1})
+    with pytest.raises(SpecError, match=r"field 'extra.text_max_chars'"):  # AgentLeak's setting, given to ASB
+        load_spec(None, benchmark="asb", extra={"text_max_chars": 100})
+    with pytest.raises(SpecError, match=r"field 'extra.judge'"):
+        load_spec(None, benchmark="sopri", extra={"judge": "regex"})
+    with pytest.raises(SpecError, match=r"field 'extra.anything'"):  # the toy declares none
+        load_spec(None, benchmark="toy", extra={"anything": 1})
+    r = CliRunner().invoke(app, ["data", "design", "--benchmark", "sopri"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0 and "extra.route_budget" in r.output and "integer ≥ 0" in r.output, r.output
