@@ -80,17 +80,12 @@ ShowProgress = Annotated[Optional[bool], typer.Option("--progress/--no-progress"
                                                       help="progress on stderr (default: when it is a terminal)")]
 
 
-def _roles(spec_file: Optional[Path], benchmark: Optional[str], agent: Optional[str], judge: Optional[str],
-           model: Optional[list[str]]) -> dict[str, Any]:
-    """``models.<role>`` overrides: --agent is the design's first role, --judge its judge role."""
-    from localbench.design import DEFAULT_BENCHMARK, design_of
+def _roles(d, agent: Optional[str], judge: Optional[str], model: Optional[list[str]]) -> dict[str, Any]:
+    """``models.<role>`` overrides of design ``d``: --agent is its first role, --judge its judge role."""
     from localbench.errors import UserError
-    from localbench.spec import load_spec
 
     if not (agent or judge or model):
         return {}
-    name = benchmark or (load_spec(spec_file).benchmark if spec_file is not None else DEFAULT_BENCHMARK)
-    d = design_of(name)
     out: dict[str, Any] = {f"models.{d.primary_role}": agent}
     if judge is not None and judge in d.role(d.judge_role).rules:  # a rule judge, e.g. an exact matcher: no model
         out["extra.judge"] = judge
@@ -108,29 +103,33 @@ def spec_from_flags(spec_file: Optional[Path], *, benchmark=None, scenarios=None
                     agent=None, judge=None, model=None, engine=None, base_url=None, limit=None, seeds=None,
                     seed=None, max_rounds=None, max_tokens=None, out=None, run_id=None, no_cache=False,
                     embedded: bool = False, **more: Any):
-    """A RunSpec from an optional file plus flags.
+    """A RunSpec from an optional file plus flags, the file read once and the whole parsed once.
 
     ``embedded``: without a file, the benchmark's embedded default (its design's) fills every field
     no flag sets. ``max_rounds`` (one number) becomes a limit for each category of the spec's
     benchmark.
     """
-    from localbench.design import DEFAULT_BENCHMARK, design_of
-    from localbench.spec import load_spec
+    from localbench.design import DEFAULT_BENCHMARK, UnknownBenchmark, design_of
+    from localbench.spec import parse_spec, read_spec_file
 
+    data = read_spec_file(spec_file) if spec_file is not None else {}
+    where = str(spec_file) if spec_file is not None else "flags"
     flags = dict(
         benchmark=benchmark, scenarios=scenarios, categories=csv(categories), levels=csv(levels), limit=limit,
         seeds=seeds, seed=seed, max_tokens=max_tokens, out=out, run_id=run_id, no_cache=True if no_cache else None,
-        **{"serving.engine": engine, "serving.base_url": base_url},
-        **_roles(spec_file, benchmark, agent, judge, model), **more)
+        **{"serving.engine": engine, "serving.base_url": base_url}, **more)
+    try:  # the benchmark the spec will name, for what a flag means in it
+        d = design_of(benchmark or data.get("benchmark") or DEFAULT_BENCHMARK)
+    except (UnknownBenchmark, TypeError):
+        return parse_spec(data, where, **flags)  # the one-line error naming the field
+    flags.update(_roles(d, agent, judge, model))
     if embedded and spec_file is None:
-        for k, v in design_of(benchmark or DEFAULT_BENCHMARK).embedded_default.items():
+        for k, v in d.embedded_default.items():
             if flags.get(k) is None:
                 flags[k] = v
-    spec = load_spec(spec_file, **flags)
-    if max_rounds is None:
-        return spec
-    flags["max_rounds"] = {c: max_rounds for c in spec.design.categories}
-    return load_spec(spec_file, **flags)
+    if max_rounds is not None:
+        flags["max_rounds"] = {c: max_rounds for c in d.categories}
+    return parse_spec(data, where, **flags)
 
 
 SPEC_COMMANDS = ("run", "simulate")
