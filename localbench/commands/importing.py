@@ -31,7 +31,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Write RUN/spec.yaml and RUN/transcripts.jsonl (one transcript per trace); prints the run directory."""
         from localbench.benchmarks.agentleak.published.importer import import_traces
-        from localbench.pipeline import log, report_stage, score_stage, spec_of
+        from localbench.pipeline import Resolved, log, report_stage, score_stage, spec_of
 
         if judge and sample is None:
             from localbench.errors import UserError
@@ -50,11 +50,15 @@ def register(app: typer.Typer) -> None:
                 log(f"not imported: {p}")
             run_dir = summary.run_dir
         t_import = time.monotonic() - t0
+        if not (judge or score or study is not None):
+            typer.echo(str(run_dir))
+            return
+        res = Resolved(spec_of(run_dir))  # the imported spec parsed once, its scenarios loaded once
+        spec = res.spec
         if judge:
             from localbench.pipeline import judge_stage
 
-            spec = spec_of(run_dir)
-            judge_stage(spec.with_model(spec.design.judge_role, judge))  # the run's sample (UserError: none)
+            judge_stage(spec.with_model(spec.design.judge_role, judge), res=res)  # the run's sample (UserError: none)
         if score or study is not None:
             import resource
 
@@ -63,12 +67,13 @@ def register(app: typer.Typer) -> None:
                            for f in ("ru_utime", "ru_stime"))
 
             c0 = cpu()
-            score_stage(spec_of(run_dir))
+            score_stage(spec, res)
             t_score, cpu_score = time.monotonic() - t0 - t_import, cpu() - c0
-            report_stage(spec_of(run_dir))
+            report_stage(spec)
+            from localbench.rejudge import LoadedRun
             from localbench.viewer.build import refresh_run_viewer
 
-            log(refresh_run_viewer(run_dir))
+            log(refresh_run_viewer(run_dir, LoadedRun.of(res, run_dir)))
             if study is not None:
                 from localbench.benchmarks.agentleak.published.study import write_readme
 

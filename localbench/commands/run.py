@@ -26,7 +26,8 @@ def register(app: typer.Typer) -> None:
         """
         given = {k: v for k, v in locals().items()
                  if k not in ("spec_file", "concurrency", "progress", "request_timeout", "first_byte_timeout")}
-        from localbench.pipeline import log, run_all
+        from localbench.pipeline import Resolved, log, run_all
+        from localbench.rejudge import LoadedRun
         from localbench.viewer.build import refresh_run_viewer
 
         spec = F.spec_from_flags(spec_file, **given, embedded=True, **{
@@ -34,9 +35,10 @@ def register(app: typer.Typer) -> None:
             "serving.first_byte_timeout_s": first_byte_timeout})
         from localbench.rundir import run_lock
 
-        report = run_all(spec, progress)
+        res = Resolved(spec)  # parsed once above; the scenarios loaded once, for every stage and the viewer
+        report = run_all(spec, progress, res)
         with run_lock(spec.run_dir):
-            log(refresh_run_viewer(spec.run_dir))
+            log(refresh_run_viewer(spec.run_dir, LoadedRun.of(res, spec.run_dir)))
         from localbench.report.render import lead_markdown
 
         lead = lead_markdown(spec.run_dir)
@@ -51,17 +53,13 @@ def register(app: typer.Typer) -> None:
               judge_model: F.Judge = None, base_url: F.BaseUrl = None, engine: F.Engine = None) -> None:
         """Judge every finished simulation of a run (resumes; finished calls are skipped)."""
         from localbench.pipeline import judge_stage, spec_of
-        from localbench.spec import load_spec
 
-        spec = spec_of(run_dir)
-        upd = spec.model_dump()
+        spec = spec_of(run_dir)  # parsed once; the flags change it field by field
         if judge_model:
-            upd["models"][spec.design.judge_role] = judge_model
-        if base_url:
-            upd["serving"]["judge_base_url"] = base_url
-        if engine:
-            upd["serving"]["engine"] = engine
-        judge_stage(load_spec(None, **upd))  # a bad value is a one-line SpecError naming the field
+            spec = spec.with_model(spec.design.judge_role, judge_model)
+        # a bad value is a one-line SpecError naming the field
+        spec = spec.with_serving(judge_base_url=base_url or None, engine=engine or None)
+        judge_stage(spec)
 
     @app.command("score")
     def score(run_dir: Path = typer.Argument(..., help="a run directory (runs/<id>)"),
