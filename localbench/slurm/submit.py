@@ -16,7 +16,8 @@ from localbench.files import write_atomic
 from localbench.slurm.layout import JobSubmission, RunLayout, SubmissionRecord
 from localbench.slurm.plan import RunPlan, make_plan
 from localbench.slurm.render import RenderedJob, render_array, render_merge
-from localbench.slurm.status import SlurmError, run_command, run_status
+from localbench.slurm.client import run_command
+from localbench.slurm.status import SlurmError, run_status
 from localbench.spec import load_spec
 
 
