@@ -6,7 +6,7 @@ path (a text model: images reach it as OCR text + alt text) and for the image pa
 pixels):
 
     .venv/bin/python bench/sopri_batching.py --n 12 --levels text,post --max-rounds 3      # text path, SmolLM2
-    .venv/bin/python bench/sopri_batching.py --n 8 --levels post --model tiny-random-vlm --max-rounds 2  # image path
+    .venv/bin/python bench/sopri_batching.py --n 8 --levels post --model tests/presets/tiny-random-vlm.yaml --max-rounds 2  # image path
 
 ``--skip-sequential`` leaves out arm (a) (the slow one) when only the efficiency is wanted. The
 images' OCR (the simulator's preparation) runs once before the arms and is in no arm's time.

@@ -46,10 +46,8 @@ def main() -> None:
     what kind of error it was (localbench.errors: 1 incomplete, 2 bad input, 3 cannot write)."""
     from localbench.errors import STORAGE_ERRNOS, StorageError, UserError
 
-    from localbench.commands.spec_flags import expand_condition_flags
-
     try:
-        app(args=expand_condition_flags(sys.argv[1:]))
+        app()
     except UserError as e:
         typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)
         sys.exit(e.exit_code)

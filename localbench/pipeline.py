@@ -16,18 +16,17 @@ import asyncio
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
 
 from localbench.benchmarks import Benchmark
+from localbench.errors import IncompleteRun, UserError, yaml_error
 from localbench.registry import get_benchmark
-from localbench.errors import IncompleteRun, UserError, field_error, yaml_error
-from localbench.runlog import Transcript
-from localbench.runlog import RunDir, RunPaths, changed_files, judge_of, resume_judge, run_lock, same_judge
-from localbench.spec import NO_JUDGE, RunSpec
+from localbench.runlog import RunDir, RunPaths, Transcript, changed_files, judge_of, resume_judge, run_lock, same_judge
+from localbench.spec import NO_JUDGE, RunSpec, parse_spec
 
 
 def log(msg: str) -> None:
@@ -48,10 +47,7 @@ def spec_of(run_dir: str | Path) -> RunSpec:
     if not isinstance(doc, dict) or not isinstance(doc.get("spec"), dict):
         raise UserError(f"{rd.spec_file}: not a run record (it has no 'spec' section); a study file is run "
                         "with `localbench run --spec FILE`")
-    try:
-        spec = RunSpec.model_validate(doc["spec"])
-    except ValidationError as e:
-        raise UserError(f"{rd.spec_file}: {field_error(e, prefix='spec.')}") from e
+    spec = parse_spec(doc["spec"], str(rd.spec_file), prefix="spec.")
     return spec.model_copy(update={"out": str(Path(run_dir).parent), "run_id": Path(run_dir).name})
 
 
@@ -59,9 +55,38 @@ def benchmark_of(spec: RunSpec) -> Benchmark:
     return get_benchmark(spec.benchmark)
 
 
+@dataclass
+class Resolved:
+    """What a command resolves once and hands down to its stages: the spec's benchmark, its
+    simulator and the scenarios that simulator loads (on first use, so a stage's checks still come
+    before a load's errors)."""
+
+    spec: RunSpec
+    engines: dict[tuple[str, str], str] = field(default_factory=dict)  # (role, preset) -> engine, once checked
+    bm: Benchmark = field(init=False)
+    simulator: Any = field(init=False)
+    _loaded: tuple[list[Any], int] | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.bm = benchmark_of(self.spec)
+        self.simulator = self.bm.simulator()
+
+    def load(self, spec: RunSpec | None = None) -> tuple[list[Any], int]:
+        """The scenarios and the number of load warnings (``Simulator.load``'s), loaded once;
+        ``spec``: the stage's (it may differ in its models, never in what is loaded)."""
+        if self._loaded is None:
+            self._loaded = self.simulator.load(self.spec)
+        return self._loaded
+
+    @property
+    def scenarios(self) -> dict[str, Any]:
+        """The scenarios by id (what judging and scoring look them up by)."""
+        return {s.id: s for s in self.load()[0]}
+
+
 def scenarios_for(spec: RunSpec) -> dict[str, Any]:
     """The run's scenarios, by id, as its benchmark loads them."""
-    return benchmark_of(spec).load_scenarios(spec.scenarios, spec.categories, spec.limit)
+    return Resolved(spec).scenarios
 
 
 def read_transcripts(rd: RunDir) -> list[Transcript]:
@@ -70,13 +95,15 @@ def read_transcripts(rd: RunDir) -> list[Transcript]:
 
 # -- stages -----------------------------------------------------------------------------------
 
-def simulate_stage(spec: RunSpec, progress: bool | None = None, along: "JudgeAlong | None" = None) -> Path:
+def simulate_stage(spec: RunSpec, progress: bool | None = None, along: "JudgeAlong | None" = None,
+                   res: Resolved | None = None) -> Path:
     """Simulate; stop the run (UserError) if the engine failed, so later stages never judge and
     score a partial set as if it were the whole run. ``along``: judge each simulation as it ends."""
     from localbench.runtime.harness import simulate
 
-    bm = benchmark_of(spec)
-    summary = simulate(spec, bm.simulator(), progress=progress, along=along, scripted=bm.scripted_backend)
+    res = res or Resolved(spec)
+    summary = simulate(spec, res.simulator, progress=progress, along=along, scripted=res.bm.scripted_backend,
+                       load=res.load, engines=res.engines)
     log(summary.line())  # how many ran now and how many a resumed run found already done
     if along is not None and along.summary_line:
         log(along.summary_line)
@@ -158,17 +185,17 @@ def _judged_line(summary, seconds: float) -> str:
             f"({seconds:.1f} s)")
 
 
-async def _judge(spec: RunSpec, rd: RunDir, progress: bool | None = None) -> None:
+async def _judge(spec: RunSpec, rd: RunDir, progress: bool | None, res: Resolved) -> None:
     from localbench.runtime.clients import client_for
 
     t0 = time.monotonic()
     transcripts = read_transcripts(rd)
     if not transcripts:
         raise UserError(f"{rd.path}: no transcripts to judge (run `localbench simulate` first)")
-    scenarios = scenarios_for(spec)
+    scenarios = res.scenarios
     rubrics = _judge_rubrics(spec)
     _keep_one_judge(spec, rd, rubrics)
-    client = client_for(spec, spec.design.judge_role, rd.path)
+    client = client_for(spec, spec.design.judge_role, rd.path, engines=res.engines)
     try:
         _record_judge(spec, rd, client, rubrics)
         log(f"judging {len(transcripts)} simulations with {spec.judge_model}")
@@ -187,8 +214,9 @@ class JudgeAlong:
     judges that read other judges' labels. Judgments are keyed and skipped when present, and
     judging is at temperature 0, so they are the ones the staged judge stage makes."""
 
-    def __init__(self, spec: RunSpec, progress: bool | None = None):
+    def __init__(self, spec: RunSpec, progress: bool | None = None, res: Resolved | None = None):
         self.spec = spec
+        self.res = res or Resolved(spec)
         self.rd = RunDir(spec.run_dir)
         self.progress = progress
         self.summary_line = ""
@@ -202,7 +230,7 @@ class JudgeAlong:
 
         self._t0 = time.monotonic()
         self._client = clients.for_role(self.spec.design.primary_role)
-        self._scenarios = scenarios_for(self.spec)
+        self._scenarios = self.res.scenarios
         self._rubrics = _judge_rubrics(self.spec)
         _keep_one_judge(self.spec, self.rd, self._rubrics)
         _record_judge(self.spec, self.rd, self._client, self._rubrics)
@@ -267,7 +295,7 @@ def _keep_one_judge(spec: RunSpec, rd: RunDir, rubrics: dict[str, str]) -> None:
                         f"move {rd.judgments_path} aside to judge the whole run again with these")
 
 
-def judge_stage(spec: RunSpec, progress: bool | None = None) -> None:
+def judge_stage(spec: RunSpec, progress: bool | None = None, res: Resolved | None = None) -> None:
     """Judge a run; with no judge in the spec, the one an earlier judge stage recorded goes on
     (`localbench judge RUN --judge X`, then `localbench run` or `localbench judge RUN`, resumes X)."""
     rd = RunDir(spec.run_dir)
@@ -277,24 +305,24 @@ def judge_stage(spec: RunSpec, progress: bool | None = None) -> None:
         log(f"judging off (--judge {NO_JUDGE}): no judge call; scores from the rule-based part alone")
         return
     with run_lock(rd.path):
-        asyncio.run(_judge(spec, rd, progress))
+        asyncio.run(_judge(spec, rd, progress, res or Resolved(spec)))
 
 
-def score_stage(spec: RunSpec):
+def score_stage(spec: RunSpec, res: Resolved | None = None):
     with run_lock(spec.run_dir):
-        return _score(spec)
+        return _score(spec, res or Resolved(spec))
 
 
-def _score(spec: RunSpec):
+def _score(spec: RunSpec, res: Resolved):
     from localbench.scoring import aggregate, write_scores
 
     t0 = time.monotonic()
-    bm = benchmark_of(spec)
+    bm = res.bm
     rd = RunDir(spec.run_dir)
     transcripts = read_transcripts(rd)
     judgments = list(rd.judgments().read())
     judge = judge_of(spec, rd)
-    records = bm.scenario_scores(transcripts, judgments, scenarios_for(spec), judge)
+    records = bm.scenario_scores(transcripts, judgments, res.scenarios, judge)
     scores = aggregate(records, bm.design, spec.resolved_run_id, judge, seed=spec.seed)
     scores.failures = dict(Counter(j.judge for j in judgments if j.failure))
     from localbench.judging.sanity import check_judgments
@@ -315,7 +343,7 @@ def _score(spec: RunSpec):
     n_ctx = sum(1 for t in transcripts if t.termination == "context_exhausted")
     if n_ctx:
         scores.notes.append(f"{n_ctx} simulations ended early: context_exhausted")
-    planned, missing = missing_simulations(spec, {t.key for t in transcripts})
+    planned, missing = missing_simulations(spec, {t.key for t in transcripts}, res)
     if missing:
         scores.planned_simulations, scores.missing_simulations = planned, missing
         scores.notes.insert(0, missing_note(planned, missing, rd.path))
@@ -325,12 +353,11 @@ def _score(spec: RunSpec):
     return scores
 
 
-def missing_simulations(spec: RunSpec, have: set[str]) -> tuple[int, dict[str, int]]:
+def missing_simulations(spec: RunSpec, have: set[str], res: Resolved | None = None) -> tuple[int, dict[str, int]]:
     """How many simulations the spec lists (this shard's, for a shard) and, per category, how many
     of them have no transcript."""
-    sim = benchmark_of(spec).simulator()
-    scenarios, _ = sim.load(spec)
-    units = sim.plan(spec, scenarios)
+    res = res or Resolved(spec)
+    units = res.simulator.plan(spec, res.load()[0])
     mine = set(spec.select_shard([u.key for u in units]))
     missing = Counter(u.category for u in units if u.key in mine and u.key not in have)
     return len(mine), dict(sorted(missing.items()))
@@ -382,19 +409,20 @@ def model_roles(spec: RunSpec) -> list[str]:
             if not (r == spec.design.judge_role and not spec.judged) and bm.scripted_backend(spec.model_for(r)) is None]
 
 
-def run_all(spec: RunSpec, progress: bool | None = None) -> Path:
+def run_all(spec: RunSpec, progress: bool | None = None, res: Resolved | None = None) -> Path:
     """simulate → judge → score → report; returns the report path. Every model is checked first,
-    so a judge that cannot run here fails now, not after the simulations."""
+    so a judge that cannot run here fails now, not after the simulations. ``res``: the command's."""
     from localbench.runtime.clients import check_models
 
+    res = res or Resolved(spec)  # the scenarios loaded, and each role's engine chosen, once for every stage
     check_judging(spec)
-    check_models(spec, model_roles(spec))
+    res.engines.update(check_models(spec, model_roles(spec)))
     with run_lock(spec.run_dir):  # held across the stages (each also asks for it when run alone)
         rd = RunDir(spec.run_dir)
         if same_judge(spec, rd) and spec.judged and pipelined(spec):  # (a judge chosen earlier with `localbench judge`: staged)
-            simulate_stage(spec, progress, along=JudgeAlong(spec, progress))
+            simulate_stage(spec, progress, along=JudgeAlong(spec, progress, res), res=res)
         else:
-            simulate_stage(spec, progress)
-            judge_stage(spec, progress)
-        score_stage(spec)
+            simulate_stage(spec, progress, res=res)
+            judge_stage(spec, progress, res)
+        score_stage(spec, res)
         return report_stage(spec)

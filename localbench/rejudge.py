@@ -21,9 +21,9 @@ from localbench.files import write_atomic
 from localbench.judging.rubrics import judges_dir
 from localbench.judging.sanity import check_judgments
 from localbench.judging.synthetic import SyntheticJudge, parse_synthetic
-from localbench.pipeline import benchmark_of, judge_transcripts, read_transcripts, scenarios_for, spec_of
-from localbench.runlog import Judgment, RecordStore, ScenarioScore, Transcript
-from localbench.runlog import RunDir, RunPaths, changed_files, file_hashes, judge_of, run_lock
+from localbench.pipeline import Resolved, judge_transcripts, read_transcripts, spec_of
+from localbench.runlog import (Judgment, RecordStore, RunDir, RunPaths, ScenarioScore, Transcript, changed_files,
+                             file_hashes, judge_of, run_lock)
 from localbench.serving.client import StructuredClient
 from localbench.serving.types import ModelIdentity, identity_changes
 
@@ -50,8 +50,12 @@ class LoadedRun:
 
     @classmethod
     def read(cls, run_dir: str | Path) -> "LoadedRun":
-        spec = spec_of(run_dir)
-        return cls(Path(run_dir), spec, benchmark_of(spec), read_transcripts(RunDir(run_dir)), scenarios_for(spec))
+        return cls.of(Resolved(spec_of(run_dir)), run_dir)
+
+    @classmethod
+    def of(cls, res: Resolved, run_dir: str | Path) -> "LoadedRun":
+        """The run of a command that resolved its spec and scenarios already."""
+        return cls(Path(run_dir), res.spec, res.bm, read_transcripts(RunDir(run_dir)), res.scenarios)
 
     def score(self, judge: str, judgments: list[Judgment], leakage_only: bool) -> list[ScenarioScore]:
         """Per-simulation metrics from these judgments by the benchmark's code."""
@@ -84,14 +88,15 @@ def run_judgments(run: LoadedRun) -> list[RunJudgments]:
 
 async def rejudge_one(run_dir: str | Path, judge: str, leakage_only: bool = True,
                       client: StructuredClient | None = None, show_progress: bool | None = None,
-                      judge_eval: str | None = None) -> Path:
+                      judge_eval: str | None = None, run: LoadedRun | None = None) -> Path:
     """Judge the run with ``judge``; returns runs/<id>/judges/<judge>/. ``judge_eval`` (default: the
-    run spec's): the eval that measured ``judge``; below its cheater floor there is a judge warning."""
+    run spec's): the eval that measured ``judge``; below its cheater floor there is a judge warning.
+    ``run``: the run as the command read it once."""
     from localbench.judging.runner import JUDGE_TEMPERATURE
     from localbench.runtime.clients import client_for
     from localbench.scoring import aggregate, write_scores
 
-    run = LoadedRun.read(run_dir)
+    run = run or LoadedRun.read(run_dir)
     rd = RunDir(run_dir)
     if not run.transcripts:
         raise UserError(f"{rd.path}: no transcripts to judge")
@@ -190,4 +195,5 @@ def rejudge(run_dir: str | Path, judges: list[str], leakage_only: bool = True,
             judge_eval: str | None = None) -> list[Path]:
     """Each judge in turn, holding the run directory (``run_lock``): a rejudge writes into it."""
     with run_lock(run_dir):
-        return [asyncio.run(rejudge_one(run_dir, j, leakage_only, judge_eval=judge_eval)) for j in judges]
+        run = LoadedRun.read(run_dir)  # the spec parsed and the scenarios loaded once for every judge
+        return [asyncio.run(rejudge_one(run_dir, j, leakage_only, judge_eval=judge_eval, run=run)) for j in judges]

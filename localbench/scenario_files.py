@@ -8,6 +8,8 @@ helpers each benchmark's loader is built from.
 - ``resolve_builtin``: ``builtin`` / ``builtin:NAME`` as a suite folder under scenarios/.
 - ``parse_names`` and ``folder_hint``: category names (with the benchmark's aliases) from a flag or
   from the folders a file sits in.
+- ``load_each``, ``take`` and ``LoadResult``: a load's records (ids unique, in the categories asked
+  for), in order with at most ``limit`` per category.
 - ``check_records`` and ``CheckReport``: `localbench data check`, every record loaded on its own,
   counted per category (``Tally``: how the benchmark counts a scenario) and warnings grouped by field.
 """
@@ -18,10 +20,10 @@ import json
 import os
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Generic, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -187,6 +189,59 @@ def folder_hint(path: Path, root: Path, aliases: Mapping[str, str]) -> str | Non
         if name:
             return name
     return None
+
+
+T = TypeVar("T")
+R = TypeVar("R", bound="LoadResult")
+
+
+@dataclass
+class LoadResult(Generic[T]):
+    """Records in order (category, then id) and the warnings of the records they came from."""
+
+    scenarios: list[T]
+    issues: list[LoadIssue] = field(default_factory=list)
+    category: ClassVar[str] = "category"  # the records' attribute that is the benchmark's category
+
+    def by_category(self) -> dict[str, list[T]]:
+        out: dict[str, list[T]] = {}
+        for s in self.scenarios:
+            out.setdefault(getattr(s, self.category), []).append(s)
+        return out
+
+
+def load_each(docs: Iterable[Any], load: Callable[[Any], tuple[Any, list[LoadIssue]]],
+              wanted: set[str] | None, category: str, what: str = "scenario id", note: str = ""
+              ) -> list[tuple[Any, list[LoadIssue]]]:
+    """(record, its warnings) for each document (``load``) whose record's ``category`` is ``wanted``
+    (None: all); a document whose path names another category (its ``hint``) is not parsed. Ids
+    must be unique within a source (``what``, ``note``: the error's words)."""
+    loaded = []
+    seen: dict[str, str] = {}
+    for doc in docs:
+        hint = getattr(doc, "hint", None)
+        if wanted is not None and hint is not None and hint not in wanted:
+            continue
+        rec, issues = load(doc)
+        if rec.id in seen:
+            raise ScenarioError(doc.file, "id", f"{what} '{rec.id}' is also used by {seen[rec.id]}{note}", doc.line)
+        seen[rec.id] = doc.label
+        if wanted is None or getattr(rec, category) in wanted:
+            loaded.append((rec, issues))
+    return loaded
+
+
+def take(result: R, loaded: Iterable[tuple[Any, list[LoadIssue]]], order: Sequence[str], limit: int | None) -> R:
+    """``result`` with ``loaded`` (record, its warnings) added in order (category as in ``order``,
+    then id), at most ``limit`` per category; the warnings of the records left out are dropped."""
+    counts: Counter[str] = Counter()
+    for rec, issues in sorted(loaded, key=lambda x: (order.index(getattr(x[0], result.category)), x[0].id)):
+        counts[getattr(rec, result.category)] += 1
+        if limit is not None and counts[getattr(rec, result.category)] > limit:
+            continue
+        result.scenarios.append(rec)
+        result.issues.extend(issues)
+    return result
 
 
 # -- `localbench data check`: every record of a source loaded on its own ------------------------------

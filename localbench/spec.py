@@ -211,6 +211,17 @@ class RunSpec(BaseModel):
         self.design.role(role)  # KeyError naming the roles for an unknown one
         return self.model_copy(update={"models": {**self.models, role: preset}})
 
+    def with_serving(self, **changes: Any) -> "RunSpec":
+        """This spec with the non-None ``changes`` to its serving options, checked as a flag's are."""
+        changes = {k: v for k, v in changes.items() if v is not None}
+        if not changes:
+            return self
+        try:
+            serving = EngineOptions.model_validate({**self.serving.model_dump(), **changes})
+        except ValidationError as e:
+            raise SpecError(f"flags: {field_error(e, prefix='serving.')}") from e
+        return self.model_copy(update={"serving": serving})
+
     @property
     def settings(self) -> Any:
         """The benchmark's own settings, typed (its design's ``settings`` model over ``extra``)."""
@@ -285,30 +296,41 @@ class RunSpec(BaseModel):
         return Path(self.out) / self.resolved_run_id
 
 
-def load_spec(path: str | Path | None = None, **overrides: Any) -> RunSpec:
-    """A RunSpec from an optional YAML file, with non-None overrides applied on top."""
-    data: dict[str, Any] = {}
-    where = "flags"
-    if path is not None:
-        p = Path(path)
-        where = str(p)
-        try:
-            data = yaml.safe_load(p.read_text()) or {}
-        except OSError as e:
-            raise SpecError(f"{p}: cannot read spec: {e.strerror}") from e
-        except yaml.YAMLError as e:
-            raise SpecError(f"{p}: not valid YAML: {yaml_error(e)}") from e
-        if not isinstance(data, dict):
-            raise SpecError(f"{p}: a spec must be a mapping of fields")
+def read_spec_file(path: str | Path) -> dict[str, Any]:
+    """A spec file's fields, unvalidated: what a command reads once and then parses once."""
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text()) or {}
+    except OSError as e:
+        raise SpecError(f"{p}: cannot read spec: {e.strerror}") from e
+    except yaml.YAMLError as e:
+        raise SpecError(f"{p}: not valid YAML: {yaml_error(e)}") from e
+    if not isinstance(data, dict):
+        raise SpecError(f"{p}: a spec must be a mapping of fields")
+    return data
+
+
+def parse_spec(data: dict[str, Any], where: str = "flags", prefix: str = "", **overrides: Any) -> RunSpec:
+    """The one place a RunSpec is parsed from fields: ``data`` with non-None ``overrides`` on top
+    ("models.agent" style keys set one nested field); a bad field is a SpecError naming ``where``."""
+    data = dict(data)
     for k, v in overrides.items():
         if v is None:
             continue
-        if "." in k:  # "models.agent" style
+        if "." in k:
             head, tail = k.split(".", 1)
-            data.setdefault(head, {})[tail] = v
+            nested = data.get(head)
+            data[head] = {**(nested if isinstance(nested, dict) else {}), tail: v}
         else:
             data[k] = v
     try:
         return RunSpec.model_validate(data)
     except ValidationError as e:
-        raise SpecError(f"{where}: {field_error(e)}") from e
+        raise SpecError(f"{where}: {field_error(e, prefix=prefix)}") from e
+
+
+def load_spec(path: str | Path | None = None, **overrides: Any) -> RunSpec:
+    """A RunSpec from an optional YAML file, with non-None overrides applied on top."""
+    if path is None:
+        return parse_spec({}, "flags", **overrides)
+    return parse_spec(read_spec_file(path), str(Path(path)), **overrides)

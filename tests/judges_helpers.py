@@ -69,7 +69,7 @@ def gold_items_by_call(items, seed: int = 0, batch: bool = True):
     call; the request's tag names the bundle or the item, and within a call every item has its own
     text, so (tag, text) finds the item.
     """
-    from localbench.judging.evaluate import bundles
+    from localbench.judging.gold_eval import bundles
 
     if batch:
         members = {f"bundle:{b.id}": {it.item.text: it for it in b.items} for b in bundles(list(items), seed)}

@@ -502,7 +502,7 @@ def test_item_judge_builds_calls_the_gold_eval_uses(tmp_path):
     from fakes import ScriptedBackend
 
     from localbench.judging.calls import ItemJudge
-    from localbench.judging.evaluate import (
+    from localbench.judging.gold_eval import (
         EvalConfig,
         bundle_call,
         bundles,
@@ -558,7 +558,7 @@ def test_item_judge_builds_calls_the_gold_eval_uses(tmp_path):
 def test_a_failed_judge_answer_is_recorded_as_a_failure_not_none(tmp_path):
     from fakes import ScriptedBackend
 
-    from localbench.judging.evaluate import EvalConfig, load_eval, run_eval
+    from localbench.judging.gold_eval import EvalConfig, load_eval, run_eval
     from localbench.judging.gold import write_gold
     from localbench.serving.client import StructuredClient
 

@@ -101,7 +101,7 @@ def test_cli_rejects_an_unknown_benchmark_in_one_line(tmp_path):
 
 def test_an_eval_directory_keeps_to_one_benchmarks_judge(tmp_path):
     """Answers of two benchmarks' judges never mix in one eval directory; the rubric is recorded."""
-    from localbench.judging.evaluate import EvalConfig, prepare
+    from localbench.judging.gold_eval import EvalConfig, prepare
     from localbench.judging.gold import write_gold
 
     bm = get_benchmark("asb")

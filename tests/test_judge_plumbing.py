@@ -154,7 +154,7 @@ def test_gold_eval_counts_prompts_too_long_as_failures_without_sending(tmp_path)
     from localbench.benchmarks.asb.judges import ItemLeakJudge
     from localbench.benchmarks.asb.loaders import load_scenarios
     from localbench.benchmarks.asb.planting import build_gold
-    from localbench.judging.evaluate import EvalConfig, load_eval, run_eval
+    from localbench.judging.gold_eval import EvalConfig, load_eval, run_eval
     from localbench.judging.gold import write_gold
 
     items = build_gold(load_scenarios("builtin", ["CD"], limit=1).scenarios, seed=0, methods=["verbatim"])
@@ -202,7 +202,7 @@ def _gold(tmp_path):
 def _eval(gold, out, judges, rubric_files=(), revision="1", **settings):
     from judges_helpers import scripted_judge
     from localbench.benchmarks.asb.judges import ItemLeakJudge
-    from localbench.judging.evaluate import EvalConfig, run_eval
+    from localbench.judging.gold_eval import EvalConfig, run_eval
 
     clients = {j: scripted_judge(lambda req, k, text: "none", j) for j in judges}
     for c in clients.values():
@@ -291,7 +291,7 @@ def test_eval_json_records_each_judges_model_and_the_rubric_files(tmp_path):
     ident = cfg["judge_models"]["a"]["identity"]
     assert ident == dataclasses.asdict(ModelIdentity(preset="a", source="test", revision="1"))
     assert cfg["judge_models"]["b"]["identity"]["preset"] == "b" and cfg["judge_models"]["b"]["engine"]
-    from localbench.judging.evaluate import load_eval
+    from localbench.judging.gold_eval import load_eval
 
     assert load_eval(out).config.judge_models["a"]["identity"]["revision"] == "1"
 

@@ -128,7 +128,7 @@ def test_eval_shows_the_cheater_floor_beside_each_judge_and_flags_one_not_above_
     from typer.testing import CliRunner
 
     from localbench.cli import app
-    from localbench.judging.evaluate import load_eval
+    from localbench.judging.gold_eval import load_eval
     from localbench.judging.gold import write_gold
     from localbench.judging.reliability import floor_warnings, floor_warnings_of_eval, reliability
 

@@ -19,7 +19,7 @@ from localbench.cli import app
 from localbench.judging.agreement import LABELS, cohen_kappa
 from localbench.benchmarks.asb.judges import ItemLeakJudge
 from localbench.benchmarks.asb.planting import PLANTED, build_gold, write_planted_run
-from localbench.judging.evaluate import EvalConfig, bundles, load_eval, run_eval, task_key
+from localbench.judging.gold_eval import EvalConfig, bundles, load_eval, run_eval, task_key
 from localbench.judging.gold import read_gold, write_gold
 from localbench.runlog import JsonlStore
 

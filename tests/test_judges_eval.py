@@ -21,7 +21,7 @@ from localbench.benchmarks.asb.planting import build_gold
 from localbench.cli import app
 from localbench.errors import UserError
 from localbench.judging.construct import key_words, name_tokens, words_of
-from localbench.judging.evaluate import EvalConfig, bundles, load_eval, run_eval, stratified_sample
+from localbench.judging.gold_eval import EvalConfig, bundles, load_eval, run_eval, stratified_sample
 from localbench.judging.gold import write_gold
 from localbench.judging.reliability import reliability
 from localbench.judging.report import verdict_lines, write_report

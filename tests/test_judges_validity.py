@@ -22,7 +22,7 @@ from localbench.judging.agreement import compare_to_gold
 from localbench.benchmarks.asb.judges import ItemLeakJudge
 from localbench.benchmarks.asb.planting import PLANTABLE, PLANTED, build_gold, write_planted_run
 from localbench.consequences import consequences, for_runs
-from localbench.judging.evaluate import EvalConfig, load_eval, run_eval
+from localbench.judging.gold_eval import EvalConfig, load_eval, run_eval
 from localbench.judging.gold import write_gold
 from localbench.judging.reliability import corrected_rate, judge_reliability, reliability
 from localbench.rejudge import rejudge_one

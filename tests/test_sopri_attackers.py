@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 from fakes import ScriptedBackend
 from test_sopri_tools import make_user
+from vlm_helpers import VLM
 
 from localbench.benchmarks.sopri.attack import profile_schema
 from localbench.benchmarks.sopri.simulate import SopriSimulator
@@ -360,7 +361,7 @@ def test_a_sanitized_simulation_carries_what_the_utility_judge_needs(user, tiny_
 def test_the_image_path_on_the_tiny_vlm(user, tmp_path):
     from localbench.serving.engines import open_backend
 
-    backend = open_backend("tiny-random-vlm", "hf")
+    backend = open_backend(VLM, "hf")
     try:
         assert getattr(backend, "accepts_images", False)
         spec = spec_for(tmp_path, ["post", "single"], max_rounds=2)

@@ -14,7 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import pytest_asyncio
-from vlm_helpers import Guess, inline, photo_messages
+from vlm_helpers import IDEFICS3, Guess, inline, photo_messages
 
 from localbench.serving.client import StructuredClient
 from localbench.serving.output import OutputSpec
@@ -35,14 +35,14 @@ IMAGE_TOKENS = 4  # one 64x64 global image: (64 / 16)^2 patches, 2x2 merged by t
 def idefics3_dir(tiny_dir) -> Path:
     from localbench.serving.weights import materialize
 
-    return Path(materialize(load_preset("tiny-random-idefics3")))
+    return Path(materialize(load_preset(IDEFICS3)))
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def vision_vllm(idefics3_dir):
     from localbench.serving.vllm_engine import VLLMBackend
 
-    backend = VLLMBackend.from_preset(load_preset("tiny-random-idefics3"), location=str(idefics3_dir))
+    backend = VLLMBackend.from_preset(load_preset(IDEFICS3), location=str(idefics3_dir))
     yield backend
     await backend.aclose()
 

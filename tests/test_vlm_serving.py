@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import jsonschema
 import pytest
 from fakes import RecordingServer
-from vlm_helpers import Guess, inline, photo_messages, png
+from vlm_helpers import VLM, Guess, inline, photo_messages, png
 
 from localbench.serving.cache import ResponseCache, cache_key
 from localbench.serving.client import StructuredClient
@@ -39,14 +39,14 @@ def vlm_dir(tiny_dir):
 
     from localbench.serving.weights import materialize
 
-    return Path(materialize(load_preset("tiny-random-vlm")))
+    return Path(materialize(load_preset(VLM)))
 
 
 @pytest.fixture(scope="module")
 def vlm(vlm_dir):
     from localbench.serving.hf.engine import HFBackend
 
-    backend = HFBackend.from_preset("tiny-random-vlm", max_batch_size=4)
+    backend = HFBackend.from_preset(VLM, max_batch_size=4)
     yield backend
     backend._batcher.shutdown()
 
@@ -57,7 +57,7 @@ def vlm(vlm_dir):
 def test_presets_say_which_models_take_images():
     from localbench.serving.fit import check_fit, gpu
 
-    assert load_preset("tiny-random-vlm").vision and not load_preset("tiny-random").vision
+    assert load_preset(VLM).vision and not load_preset("tiny-random").vision
     qwen = load_preset("qwen2.5-vl-7b-instruct")
     assert qwen.vision and qwen.needs_gpu and qwen.source.repo == "Qwen/Qwen2.5-VL-7B-Instruct"
     assert qwen.engine_args["limit_mm_per_prompt"]["image"] >= 1 and qwen.size is not None
@@ -187,7 +187,7 @@ async def test_openai_sends_images_as_data_uris(recorder, tmp_path):
     from PIL import Image
 
     Image.new("RGB", (40, 30), BLUE).save(photo, "JPEG")
-    backend = OpenAIBackend.from_preset(load_preset("tiny-random-vlm"), base_url=recorder.url, max_attempts=1)
+    backend = OpenAIBackend.from_preset(load_preset(VLM), base_url=recorder.url, max_attempts=1)
     assert backend.accepts_images and backend.describe()["accepts_images"] is True
     msgs = photo_messages(image_part(path=photo), text="Where?")
     msgs[1]["content"].append(inline(RED))
@@ -223,7 +223,7 @@ async def test_openai_counts_image_tokens_locally_with_the_processor(vlm_dir, vl
     """A server without /tokenize: the preset's own processor counts, images expanded."""
     from localbench.serving.openai_engine import OpenAIBackend
 
-    backend = OpenAIBackend.from_preset(load_preset("tiny-random-vlm"), base_url="http://127.0.0.1:9", max_attempts=1)
+    backend = OpenAIBackend.from_preset(load_preset(VLM), base_url="http://127.0.0.1:9", max_attempts=1)
     backend._tokenize_endpoint = False
     msgs = photo_messages(inline(RED))
     assert backend.count_tokens(msgs) == vlm.count_tokens(msgs)
@@ -260,7 +260,7 @@ async def test_vllm_hands_images_as_multi_modal_data(vlm_dir):
     from localbench.serving.weights import identity_of
 
     tok = AutoTokenizer.from_pretrained(vlm_dir)
-    preset = load_preset("tiny-random-vlm")
+    preset = load_preset(VLM)
     llm = _RecordingLLM(tok)
     backend = VLLMBackend(llm, identity_of(preset, str(vlm_dir)), str(vlm_dir), {}, {}, on_cpu=True,
                           accepts_images=preset.vision)

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from localbench.serving.messages import Message, image_part, text_part
+
+PRESETS = Path(__file__).parent / "presets"
+VLM = str(PRESETS / "tiny-random-vlm.yaml")  # the tests' tiny Llava: a preset path goes where a name does
+IDEFICS3 = str(PRESETS / "tiny-random-idefics3.yaml")  # the tests' tiny Idefics3 (vLLM's image path on CPU)
 
 
 class Guess(BaseModel):

@@ -6,12 +6,24 @@ from __future__ import annotations
 import resource
 import time
 from pathlib import Path
+from typing import Any
 
 import typer
 
 
 class PipelineStages:
-    """The pipeline's stages as a benchmark's own command may use them (``contract.RunStages``)."""
+    """The pipeline's stages as a benchmark's own command may use them (``contract.RunStages``); each
+    run's spec is parsed, and its scenarios loaded, once for all of them."""
+
+    def __init__(self) -> None:
+        self._runs: dict[Path, Any] = {}
+
+    def _resolved(self, run_dir: Path):
+        from localbench.pipeline import Resolved, spec_of
+
+        if run_dir not in self._runs:
+            self._runs[run_dir] = Resolved(spec_of(run_dir))
+        return self._runs[run_dir]
 
     def log(self, msg: str) -> None:
         from localbench.pipeline import log
@@ -24,24 +36,27 @@ class PipelineStages:
         return RunPaths(run_dir).transcripts_path.exists()
 
     def judge(self, run_dir: Path, preset: str) -> None:
-        from localbench.pipeline import judge_stage, spec_of
+        from localbench.pipeline import judge_stage
 
-        spec = spec_of(run_dir)
-        judge_stage(spec.with_model(spec.design.judge_role, preset))
+        res = self._resolved(run_dir)
+        judge_stage(res.spec.with_model(res.spec.design.judge_role, preset), res=res)
 
     def score(self, run_dir: Path) -> tuple[float, float]:
-        from localbench.pipeline import score_stage, spec_of
+        from localbench.pipeline import score_stage
 
+        res = self._resolved(run_dir)
         t0, c0 = time.monotonic(), _cpu()
-        score_stage(spec_of(run_dir))
+        score_stage(res.spec, res)
         return time.monotonic() - t0, _cpu() - c0
 
     def report(self, run_dir: Path) -> None:
-        from localbench.pipeline import report_stage, spec_of
+        from localbench.pipeline import report_stage
+        from localbench.rejudge import LoadedRun
         from localbench.viewer.build import refresh_run_viewer
 
-        report_stage(spec_of(run_dir))
-        self.log(refresh_run_viewer(run_dir))
+        res = self._resolved(run_dir)
+        report_stage(res.spec)
+        self.log(refresh_run_viewer(run_dir, LoadedRun.of(res, run_dir)))
 
 
 def _cpu() -> float:

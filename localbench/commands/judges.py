@@ -231,7 +231,7 @@ def gold_reference(
 ) -> None:
     """Label items with a reference judge and save its labels as a (pseudo-)gold set."""
     from localbench.registry import get_benchmark
-    from localbench.judging.evaluate import EvalConfig, load_eval, run_eval
+    from localbench.judging.gold_eval import EvalConfig, load_eval, run_eval
     from localbench.judging.gold import Provenance, write_gold
 
     wd = work or out.with_name(out.name + ".eval")
@@ -291,7 +291,7 @@ def eval_(
 ) -> None:
     """Run judges over a gold set with the benchmark's rubric and schema, asked as a run asks them."""
     from localbench.registry import get_benchmark
-    from localbench.judging.evaluate import EvalConfig, run_eval
+    from localbench.judging.gold_eval import EvalConfig, run_eval
 
     cfg = EvalConfig(judges=_judges(judges, judge), seeds=seeds, shuffle=shuffle, pad=pad, pad_messages=pad_messages,
                      temperature=temperature, max_tokens=max_tokens, seed=seed, engine=engine, base_url=base_url,
@@ -336,7 +336,7 @@ def report_cmd(
 
 def _report(eval_dir: Path, runs: list[Path], resamples: int) -> None:
     from localbench.consequences import for_runs
-    from localbench.judging.evaluate import load_eval
+    from localbench.judging.gold_eval import load_eval
     from localbench.judging.reliability import reliability
     from localbench.judging.report import verdict_lines, write_report
 

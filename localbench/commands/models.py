@@ -14,8 +14,8 @@ def fit_rows(gpu_name: str | None, gpus: int | None, spec_file: Path | None, str
     """One row per preset (or, with a spec, per role of the spec and the GPUs its Slurm job gives it).
     ``strict`` False: a job whose GPU kind is unknown is left out instead of refused."""
     from localbench.errors import UserError
-    from localbench.serving.fit import check_fit, gpu, gpu_of_gres
-    from localbench.serving.presets import Preset, list_presets, load_preset
+    from localbench.serving.fit import check_fit, gpu
+    from localbench.serving.presets import list_presets
 
     rows: list[dict] = []
     if spec_file is None:
@@ -31,7 +31,18 @@ def fit_rows(gpu_name: str | None, gpus: int | None, spec_file: Path | None, str
     from localbench.spec import load_spec
 
     spec = load_spec(spec_file)
-    plan = make_plan(spec, str(spec_file))
+    return plan_fit_rows(make_plan(spec, str(spec_file)), gpu_name, strict, spec_file)
+
+
+def plan_fit_rows(plan, gpu_name: str | None, strict: bool, where) -> list[dict]:
+    """``fit_rows`` of a spec's Slurm plan (``plan.spec``), per role and job; ``where`` names the spec in errors."""
+    from localbench.errors import UserError
+    from localbench.serving.fit import check_fit, gpu, gpu_of_gres
+    from localbench.serving.presets import Preset, load_preset
+
+    rows: list[dict] = []
+    spec_file = where
+    spec = plan.spec
     design = spec.design
     in_shards = set(design.simulation_roles) | ({design.judge_role} if plan.options.judge_per_shard else set())
     jobs = [("shard task", plan.options, {r: m for r, m in plan.roles.items() if r in in_shards})]
@@ -120,7 +131,8 @@ def register(app: typer.Typer) -> None:
         Console().print(t)
 
 
-def fit_problems(spec_file: Path) -> list[str]:
+def fit_problems(plan, where) -> list[str]:
     """The roles of a spec whose model does not fit the GPUs its Slurm jobs ask for (where the
-    gres names the GPU kind); what `localbench slurm submit` refuses before submitting anything."""
-    return [f"{r['role']}: {r['line']}" for r in fit_rows(None, None, spec_file, strict=False) if r["fits"] is False]
+    gres names the GPU kind); what `localbench slurm submit` refuses before submitting anything.
+    ``plan``: the spec's Slurm plan, made once by the command."""
+    return [f"{r['role']}: {r['line']}" for r in plan_fit_rows(plan, None, False, where) if r["fits"] is False]

@@ -10,6 +10,7 @@ from localbench.commands import spec_flags as F
 
 def register(app: typer.Typer) -> None:
     @app.command("run")
+    @F.takes_condition_flags
     def run(spec_file: F.SpecFile = None, benchmark: F.Benchmark = None, scenarios: F.Scenarios = None,
             categories: F.Categories = None, levels: F.Levels = None, agent: F.Agent = None, judge: F.Judge = None,
             model: F.Model = None, engine: F.Engine = None, base_url: F.BaseUrl = None, limit: F.Limit = None,
@@ -17,7 +18,7 @@ def register(app: typer.Typer) -> None:
             max_tokens: F.MaxTokens = None, out: F.Out = None, run_id: F.RunId = None, no_cache: F.NoCache = False,
             concurrency: F.Concurrency = None, progress: F.ShowProgress = None,
             request_timeout: F.RequestTimeout = None, first_byte_timeout: F.FirstByteTimeout = None,
-            judge_eval: F.JudgeEval = None) -> None:
+            judge_eval: F.JudgeEval = None, conditions: dict[str, str] | None = None) -> None:
         """Run a benchmark end to end. With no arguments: the embedded default on CPU (about 5 minutes).
 
         Without --spec, flags change the benchmark's embedded default one field at a time; with
@@ -26,7 +27,8 @@ def register(app: typer.Typer) -> None:
         """
         given = {k: v for k, v in locals().items()
                  if k not in ("spec_file", "concurrency", "progress", "request_timeout", "first_byte_timeout")}
-        from localbench.pipeline import log, run_all
+        from localbench.pipeline import Resolved, log, run_all
+        from localbench.rejudge import LoadedRun
         from localbench.viewer.build import refresh_run_viewer
 
         spec = F.spec_from_flags(spec_file, **given, embedded=True, **{
@@ -34,9 +36,10 @@ def register(app: typer.Typer) -> None:
             "serving.first_byte_timeout_s": first_byte_timeout})
         from localbench.runlog import run_lock
 
-        report = run_all(spec, progress)
+        res = Resolved(spec)  # parsed once above; the scenarios loaded once, for every stage and the viewer
+        report = run_all(spec, progress, res)
         with run_lock(spec.run_dir):
-            log(refresh_run_viewer(spec.run_dir))
+            log(refresh_run_viewer(spec.run_dir, LoadedRun.of(res, spec.run_dir)))
         from localbench.report.render import lead_markdown
 
         lead = lead_markdown(spec.run_dir)
@@ -51,17 +54,13 @@ def register(app: typer.Typer) -> None:
               judge_model: F.Judge = None, base_url: F.BaseUrl = None, engine: F.Engine = None) -> None:
         """Judge every finished simulation of a run (resumes; finished calls are skipped)."""
         from localbench.pipeline import judge_stage, spec_of
-        from localbench.spec import load_spec
 
-        spec = spec_of(run_dir)
-        upd = spec.model_dump()
+        spec = spec_of(run_dir)  # parsed once; the flags change it field by field
         if judge_model:
-            upd["models"][spec.design.judge_role] = judge_model
-        if base_url:
-            upd["serving"]["judge_base_url"] = base_url
-        if engine:
-            upd["serving"]["engine"] = engine
-        judge_stage(load_spec(None, **upd))  # a bad value is a one-line SpecError naming the field
+            spec = spec.with_model(spec.design.judge_role, judge_model)
+        # a bad value is a one-line SpecError naming the field
+        spec = spec.with_serving(judge_base_url=base_url or None, engine=engine or None)
+        judge_stage(spec)
 
     @app.command("score")
     def score(run_dir: Path = typer.Argument(..., help="a run directory (runs/<id>)"),

@@ -35,7 +35,7 @@ def submit_cmd(
 
     spec = load_spec(spec_file)
     plan = make_plan(spec, str(spec_file), workdir=workdir, num_shards=num_shards)
-    problems = [] if no_fit_check else fit_problems(spec_file)
+    problems = [] if no_fit_check else fit_problems(plan, spec_file)
     if problems:
         raise UserError(f"{spec_file}: field 'slurm.gres': {problems[0]} (see `localbench models --check-fit --spec "
                         f"{spec_file}`; --no-fit-check submits anyway)")

@@ -82,17 +82,12 @@ ShowProgress = Annotated[Optional[bool], typer.Option("--progress/--no-progress"
                                                       help="progress on stderr (default: when it is a terminal)")]
 
 
-def _roles(spec_file: Optional[Path], benchmark: Optional[str], agent: Optional[str], judge: Optional[str],
-           model: Optional[list[str]]) -> dict[str, Any]:
-    """``models.<role>`` overrides: --agent is the design's first role, --judge its judge role."""
-    from localbench.registry import DEFAULT_BENCHMARK, design_of
+def _roles(d, agent: Optional[str], judge: Optional[str], model: Optional[list[str]]) -> dict[str, Any]:
+    """``models.<role>`` overrides of design ``d``: --agent is its first role, --judge its judge role."""
     from localbench.errors import UserError
-    from localbench.spec import load_spec
 
     if not (agent or judge or model):
         return {}
-    name = benchmark or (load_spec(spec_file).benchmark if spec_file is not None else DEFAULT_BENCHMARK)
-    d = design_of(name)
     out: dict[str, Any] = {f"models.{d.primary_role}": agent}
     if judge is not None and judge in d.role(d.judge_role).rules:  # a rule judge, e.g. an exact matcher: no model
         out["extra.judge"] = judge
@@ -109,70 +104,93 @@ def _roles(spec_file: Optional[Path], benchmark: Optional[str], agent: Optional[
 def spec_from_flags(spec_file: Optional[Path], *, benchmark=None, scenarios=None, categories=None, levels=None,
                     agent=None, judge=None, model=None, engine=None, base_url=None, limit=None, seeds=None,
                     seed=None, max_rounds=None, max_tokens=None, out=None, run_id=None, no_cache=False,
-                    embedded: bool = False, **more: Any):
-    """A RunSpec from an optional file plus flags.
+                    embedded: bool = False, conditions: Optional[dict[str, str]] = None, **more: Any):
+    """A RunSpec from an optional file plus flags, the file read once and the whole parsed once.
 
     ``embedded``: without a file, the benchmark's embedded default (its design's) fills every field
     no flag sets. ``max_rounds`` (one number) becomes a limit for each category of the spec's
-    benchmark.
+    benchmark. ``conditions``: --levels under a benchmark's own name (``takes_condition_flags``).
     """
-    from localbench.registry import DEFAULT_BENCHMARK, design_of
-    from localbench.spec import load_spec
+    from localbench.registry import UnknownBenchmark, design_of
+    from localbench.spec import parse_spec, read_spec_file
 
+    benchmark, named_levels = _condition(conditions or {}, benchmark, spec_file)
+    levels = named_levels or levels
+
+    data = read_spec_file(spec_file) if spec_file is not None else {}
+    where = str(spec_file) if spec_file is not None else "flags"
     flags = dict(
         benchmark=benchmark, scenarios=scenarios, categories=csv(categories), levels=csv(levels), limit=limit,
         seeds=seeds, seed=seed, max_tokens=max_tokens, out=out, run_id=run_id, no_cache=True if no_cache else None,
-        **{"serving.engine": engine, "serving.base_url": base_url},
-        **_roles(spec_file, benchmark, agent, judge, model), **more)
+        **{"serving.engine": engine, "serving.base_url": base_url}, **more)
+    try:  # the benchmark the spec will name, for what a flag means in it
+        d = design_of(benchmark or data.get("benchmark") or DEFAULT_BENCHMARK)
+    except (UnknownBenchmark, TypeError):
+        return parse_spec(data, where, **flags)  # the one-line error naming the field
+    flags.update(_roles(d, agent, judge, model))
     if embedded and spec_file is None:
-        for k, v in design_of(benchmark or DEFAULT_BENCHMARK).embedded_default.items():
+        for k, v in d.embedded_default.items():
             if flags.get(k) is None:
                 flags[k] = v
-    spec = load_spec(spec_file, **flags)
-    if max_rounds is None:
-        return spec
-    flags["max_rounds"] = {c: max_rounds for c in spec.design.categories}
-    return load_spec(spec_file, **flags)
+    if max_rounds is not None:
+        flags["max_rounds"] = {c: max_rounds for c in d.categories}
+    return parse_spec(data, where, **flags)
 
 
-SPEC_COMMANDS = ("run", "simulate")
-"""The commands that take the flags above (and so a benchmark's own name for --levels)."""
-
-
-def expand_condition_flags(argv: list[str]) -> list[str]:
-    """A benchmark's own name for ``--levels`` (its condition axis's ``flag``: ``--attackers``) as
-    ``--levels``, so `localbench run --benchmark sopri --attackers text,single` reads naturally.
-
-    Without ``--benchmark`` or ``--spec``, the flag also picks the benchmark that declares it. Only
-    ``run`` and ``simulate`` take it; anything else is left for typer to judge.
-    """
+def condition_flags() -> dict[str, str]:
+    """Each benchmark's own name for ``--levels`` (its condition axis's ``flag``) -> that benchmark."""
     from localbench.registry import design_of, registered
-    from localbench.errors import UserError
 
-    if not argv or argv[0] not in SPEC_COMMANDS:
-        return argv
     flags: dict[str, str] = {}
     for name in registered():
         try:
             flag = design_of(name).condition.flag
-        except Exception:  # a broken plug-in is reported when it is used, not here
+        except Exception:  # noqa: BLE001 - a broken plug-in is reported when it is used, not here
             continue
         if flag:
-            flags.setdefault(f"--{flag}", name)
-    out, used = [], None
-    for arg in argv:
-        opt, eq, value = arg.partition("=")
-        if opt in flags:
-            used = opt
-            out.append(f"--levels{eq}{value}" if eq else "--levels")
-        else:
-            out.append(arg)
-    if used is None:
-        return argv
-    chosen = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--benchmark"), None)
-    chosen = chosen or next((a.partition("=")[2] for a in argv if a.startswith("--benchmark=")), None)
-    if chosen is not None and chosen != flags[used]:
-        raise UserError(f"{used} is benchmark '{flags[used]}''s name for --levels; benchmark '{chosen}' takes --levels")
-    if chosen is None and not any(a == "--spec" or a.startswith("--spec=") for a in argv):
-        out[1:1] = ["--benchmark", flags[used]]
-    return out
+            flags.setdefault(flag, name)
+    return flags
+
+
+def _param(flag: str) -> str:
+    return "condition_" + flag.replace("-", "_")
+
+
+def takes_condition_flags(command):
+    """``command`` with one ordinary option per benchmark's own name for --levels (``condition_flags``),
+    handed to it as ``conditions={flag: value}`` for ``spec_from_flags``: typer reads the options
+    from the signature, and the names are the designs', not this module's."""
+    import functools
+    import inspect
+
+    flags = condition_flags()
+    sig = inspect.signature(command, eval_str=True)
+    extra = [inspect.Parameter(_param(flag), inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
+        Optional[str], typer.Option(f"--{flag}", help=f"benchmark '{bench}''s name for --levels; without --benchmark "
+                                                      f"or --spec it picks '{bench}'")])
+             for flag, bench in flags.items()]
+
+    @functools.wraps(command)
+    def with_flags(**kw: Any) -> Any:
+        given = {flag: kw.pop(_param(flag), None) for flag in flags}
+        return command(**kw, conditions={f: v for f, v in given.items() if v is not None})
+
+    with_flags.__signature__ = sig.replace(  # type: ignore[attr-defined]
+        parameters=[p for p in sig.parameters.values() if p.name != "conditions"] + extra)
+    return with_flags
+
+
+def _condition(conditions: dict[str, str], benchmark: Optional[str], spec_file: Optional[Path]
+               ) -> tuple[Optional[str], Optional[str]]:
+    """(benchmark, levels) from a benchmark's own name for --levels: the benchmark that declares it,
+    unless --benchmark names another (refused) or --spec names one."""
+    from localbench.errors import UserError
+
+    if not conditions:
+        return benchmark, None
+    owners = condition_flags()
+    flag, value = next(iter(conditions.items()))
+    owner = owners.get(flag)
+    if benchmark is not None and benchmark != owner:
+        raise UserError(f"--{flag} is benchmark '{owner}''s name for --levels; benchmark '{benchmark}' takes --levels")
+    return (benchmark or (owner if spec_file is None else None)), value

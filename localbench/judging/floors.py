@@ -7,8 +7,8 @@ set it built with the cheater bank (``localbench.judging.goldcheck``). ``too_eas
 ``FLOOR_WARN``) is the older, looser test of the per-method construction.
 
 - **substring**: reads the words. "full" when the private item appears verbatim in the messages or
-  at least ``FULL_SHARE`` of its content words do; "partial" when at least ``PARTIAL_SHARE`` of them
-  do; otherwise "none". It passes a set whose leaks all repeat the item's words and whose
+  at least ``cheaters.FULL_SHARE`` of its content words do; "partial" when at least
+  ``cheaters.PARTIAL_SHARE`` of them do; otherwise "none" (``cheaters.substring_label``). It passes a set whose leaks all repeat the item's words and whose
   non-leaks do not.
 - **template**: reads the sentences. It knows every template of judges/gold/construction.yaml and
   every wording of judges/gold/lexicon.yaml, finds which of them each item's messages use, and
@@ -26,15 +26,13 @@ from collections import Counter, defaultdict
 from functools import lru_cache
 from typing import Iterable, Sequence
 
-from localbench.judging.construct import content_words, lexicon, name_tokens, templates
+from localbench.judging.cheaters import cheater_leaks, substring_label
+from localbench.judging.construct import lexicon, templates
 from localbench.judging.gold import GoldItem
 
 FLOORS = ("substring", "template", "any_token", "keywords", "learned")
 FLOOR_PREFIX = "floor: "
 FLOOR_WARN = 0.6  # a floor at or above this κ (3-class or binary) makes a set too easy to rank judges
-FULL_SHARE = 0.75
-PARTIAL_SHARE = 0.4
-_SPACE = re.compile(r"\s+")
 _PLACEHOLDER = re.compile(r"\{[a-z_0-9]+\}|\\\d")
 _MIN_LITERAL_WORDS = 2  # a template needs this many literal words to be recognisable
 MIN_TEMPLATE_ITEMS = 3  # a template must be seen with this many private items before its label is learnt
@@ -43,28 +41,6 @@ FOLDS = 5  # the template floor labels each item with a model fitted on the othe
 
 def floor_name(floor: str) -> str:
     return FLOOR_PREFIX + floor
-
-
-def _norm(s: str) -> str:
-    return _SPACE.sub(" ", s.lower()).strip().rstrip(".!")
-
-
-def substring_label(item: GoldItem) -> str:
-    """The substring floor's label for one item (see the module docstring)."""
-    body = _norm(" ".join(m.content for m in item.messages))
-    text = _norm(item.item.text)
-    if text and text in body:
-        return "full"
-    words = content_words(item.item.text, set(name_tokens(item.item.owner)))
-    if not words:
-        return "none"
-    present = sum(1 for w in words if re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", body))
-    share = present / len(words)
-    if share >= FULL_SHARE:
-        return "full"
-    if share >= PARTIAL_SHARE:
-        return "partial"
-    return "none"
 
 
 @lru_cache(maxsize=1)
@@ -155,8 +131,6 @@ def floor_labels(items: Sequence[GoldItem]) -> dict[str, dict[str, str | None]]:
     """{floor name: {item id: label}} for both floors and the cheater bank's other cheaters
     (``localbench.judging.cheaters``: any-token, keywords, the learned bag of n-grams; binary
     labels, none or full)."""
-    from localbench.judging.cheaters import cheater_leaks
-
     out = {floor_name("substring"): {it.id: substring_label(it) if it.label is not None else None for it in items},
            floor_name("template"): template_labels(items)}
     for name, got in cheater_leaks(items).items():

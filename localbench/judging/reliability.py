@@ -1,6 +1,6 @@
 """What a judge's measured reliability means: per-judge statistics, probes, consequences, verdicts.
 
-From a gold eval (``localbench.judging.evaluate``):
+From a gold eval (``localbench.judging.gold_eval``):
 
 - agreement with gold (``compare_to_gold``: κ, weighted κ, binary κ, AC1, confusion matrices,
   per-class P/R/F1, FPR/FNR of the leak decision), the leak-rate bias on the gold set, accuracy and
@@ -41,7 +41,7 @@ from localbench.judging.agreement import (
     krippendorff_alpha,
 )
 from localbench.judging.construct import construction_mix
-from localbench.judging.evaluate import EvalData
+from localbench.judging.gold_eval import EvalData
 from localbench.judging.floors import FLOOR_PREFIX, floor_labels
 from localbench.stats import (CI, JsonRecord, KendallTau, PrevalenceCI, bootstrap_over_units, rogan_gladen_cluster_ci,
                               wilson_ci)

@@ -19,16 +19,28 @@ def run_cache(spec: RunSpec, run_dir: str | Path) -> ResponseCache | None:
     return open_cache(spec.cache, Path(run_dir), spec.no_cache)
 
 
-def client_for(spec: RunSpec, role: str, run_dir: str | Path, cache: ResponseCache | None = None) -> StructuredClient:
-    """A client for the preset that plays ``role`` (one of the design's roles)."""
-    return open_client(spec.model_for(role), spec.serving, spec.url_for(role),
-                       cache if cache is not None else run_cache(spec, run_dir), role=role)
+Engines = Mapping[tuple[str, str], str]
+"""(role, preset) -> the engine ``check_models`` chose for it: the serving plan a command makes
+once and its clients open on."""
 
 
-def check_models(spec: RunSpec, roles: Iterable[str] | None = None) -> None:
-    """Refuse at once a role (default: every role of the design) whose model cannot run here."""
+def client_for(spec: RunSpec, role: str, run_dir: str | Path, cache: ResponseCache | None = None,
+               engines: Engines | None = None) -> StructuredClient:
+    """A client for the preset that plays ``role`` (one of the design's roles), on the engine
+    ``engines`` chose for it (else chosen now)."""
+    preset = spec.model_for(role)
+    return open_client(preset, spec.serving, spec.url_for(role),
+                       cache if cache is not None else run_cache(spec, run_dir), role=role,
+                       engine=(engines or {}).get((role, preset)))
+
+
+def check_models(spec: RunSpec, roles: Iterable[str] | None = None) -> dict[tuple[str, str], str]:
+    """Refuse at once a role (default: every role of the design) whose model cannot run here;
+    returns the engine chosen for each (``Engines``)."""
     names = list(roles) if roles is not None else list(spec.design.role_names)
-    check_models_here({r: spec.model_for(r) for r in names}, spec.serving, {r: spec.url_for(r) for r in names})
+    models = {r: spec.model_for(r) for r in names}
+    chosen = check_models_here(models, spec.serving, {r: spec.url_for(r) for r in names})
+    return {(r, models[r]): e for r, e in chosen.items()}
 
 
 @dataclass
@@ -44,7 +56,7 @@ class RoleClients:
     @classmethod
     def open(cls, spec: RunSpec, roles: Iterable[str], run_dir: str | Path,
              aliases: Mapping[str, str] | None = None,
-             scripted: Callable[[str], Any | None] | None = None) -> "RoleClients":
+             scripted: Callable[[str], Any | None] | None = None, engines: Engines | None = None) -> "RoleClients":
         """``scripted``: preset -> a backend that plays it with no model, or None (the benchmark's
         ``scripted_backend``, handed down by the pipeline); such a client is uncached (its replies
         follow the simulation's state, not the prompt alone) and never retried."""
@@ -57,7 +69,7 @@ class RoleClients:
                 if preset not in by_preset:
                     backend = scripted(preset) if scripted is not None else None
                     by_preset[preset] = (StructuredClient(backend, cache=None, max_retries=0) if backend is not None
-                                         else client_for(spec, role, run_dir, cache=cache))
+                                         else client_for(spec, role, run_dir, cache=cache, engines=engines))
                 by_role[role] = by_preset[preset]
         except BaseException:
             if cache is not None:

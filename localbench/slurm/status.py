@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from localbench.errors import UserError
 from localbench.runlog import RunPaths
+from localbench.slurm.client import run_command
 from localbench.slurm.layout import RunLayout, SubmissionRecord
 
 ACTIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED",
@@ -111,13 +110,6 @@ class RunStatus(BaseModel):
 
             lines.append(f"  {line(self.usage)}")
         return "\n".join(lines)
-
-
-def run_command(cmd: list[str]) -> subprocess.CompletedProcess[str] | None:
-    """Run a Slurm client command; None when it is not installed here."""
-    if shutil.which(cmd[0]) is None:
-        return None
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
 
 
 def expand_indices(spec: str) -> list[int]:

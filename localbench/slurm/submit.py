@@ -16,8 +16,9 @@ from localbench.files import write_atomic
 from localbench.slurm.layout import JobSubmission, RunLayout, SubmissionRecord
 from localbench.slurm.plan import RunPlan, make_plan
 from localbench.slurm.render import RenderedJob, render_array, render_merge
-from localbench.slurm.status import SlurmError, run_command, run_status
-from localbench.spec import RunSpec
+from localbench.slurm.client import run_command
+from localbench.slurm.status import SlurmError, run_status
+from localbench.spec import load_spec
 
 
 def sbatch(script: Path, args: list[str], workdir: Path) -> str:
@@ -99,7 +100,7 @@ def plan_for_run(run_dir: str | Path) -> tuple[RunPlan, SubmissionRecord]:
     """The plan of a submitted run, rebuilt from RUN/slurm/spec.yaml and the submission record."""
     lay = RunLayout(run_dir)
     rec = lay.read_record()
-    spec = RunSpec.model_validate(yaml.safe_load(lay.spec_file.read_text()))
+    spec = load_spec(lay.spec_file)
     plan = make_plan(spec, str(lay.spec_file), workdir=rec.workdir, num_shards=rec.num_shards)
     if plan.layout.run != lay.run:  # the run directory was moved: follow it
         plan = make_plan(spec.model_copy(update={"out": str(lay.run.parent), "run_id": lay.run.name}),

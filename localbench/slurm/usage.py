@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from localbench.slurm.client import run_command
 from localbench.slurm.layout import RunLayout
 
 
@@ -59,8 +60,6 @@ def parse_sacct_usage(stdout: str) -> dict[str, float]:
 
 def sacct_usage(job_ids: list[str]) -> dict[str, float] | None:
     """The scheduler's own accounting of these jobs, or None without slurmdbd."""
-    from localbench.slurm.status import run_command
-
     if not job_ids:
         return None
     r = run_command(["sacct", "-D", "-X", "-P", "-n", "-j", ",".join(job_ids), "-o", "JobID,ElapsedRaw,AllocTRES"])

@@ -53,9 +53,10 @@ def _js(call: str, *args: Any) -> str:
     return f"{call}({body});\n"
 
 
-def views_of(run_dir: str | Path) -> tuple[LoadedRun, list[SimulationView]]:
-    """Every simulation of a run as the viewer shows it, once per judge that labelled the run."""
-    run = LoadedRun.read(run_dir)
+def views_of(run_dir: str | Path, run: LoadedRun | None = None) -> tuple[LoadedRun, list[SimulationView]]:
+    """Every simulation of a run as the viewer shows it, once per judge that labelled the run;
+    ``run``: the run as the command read it already."""
+    run = run or LoadedRun.read(run_dir)
     bm = run.benchmark
     sources = run_judgments(run) or [None]
     out = []
@@ -78,8 +79,10 @@ def default_out(run_dirs: list[Path]) -> Path:
     raise UserError("several runs: say where their viewer goes with --out DIR")
 
 
-def write_viewer(run_dirs: list[str | Path], out: str | Path | None = None) -> ViewerSummary:
-    """Write the viewer of these runs into ``out`` (default RUN/view for one run)."""
+def write_viewer(run_dirs: list[str | Path], out: str | Path | None = None,
+                 read: dict[Path, LoadedRun] | None = None) -> ViewerSummary:
+    """Write the viewer of these runs into ``out`` (default RUN/view for one run); ``read``: runs
+    the command has read already, by directory."""
     t0 = time.monotonic()
     dirs = [Path(d) for d in run_dirs]
     for d in dirs:
@@ -92,7 +95,7 @@ def write_viewer(run_dirs: list[str | Path], out: str | Path | None = None) -> V
     sims.mkdir(parents=True)
     runs, rows, n = [], [], 0
     for d in dirs:
-        run, views = views_of(d)
+        run, views = views_of(d, (read or {}).get(d))
         design = run.benchmark.design
         report = RunPaths(d).report_html
         runs.append({"id": run.spec.resolved_run_id, "path": str(d), "benchmark": design.name, "title": design.title,
@@ -111,12 +114,12 @@ def write_viewer(run_dirs: list[str | Path], out: str | Path | None = None) -> V
     return ViewerSummary(dest, len(dirs), n, time.monotonic() - t0)
 
 
-def refresh_run_viewer(run_dir: str | Path) -> str:
+def refresh_run_viewer(run_dir: str | Path, run: LoadedRun | None = None) -> str:
     """Rewrite RUN/view after a report (its table cells link there); one line saying what happened.
     A run whose scenarios cannot be loaded here (a report re-rendered on another machine) keeps its
-    report: the line says why the viewer was not written."""
+    report: the line says why the viewer was not written. ``run``: as the command read it already."""
     try:
-        return write_viewer([Path(run_dir)]).line()
+        return write_viewer([Path(run_dir)], read={Path(run_dir): run} if run is not None else None).line()
     except UserError as e:
         return f"viewer not written: {e}"
 

@@ -11,19 +11,22 @@ and the field.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from localbench.benchmarks.agentleak import suite, upstream
 from localbench.benchmarks.agentleak.issues import LoadIssue, ScenarioError
 from localbench.benchmarks.agentleak.scenario import VERTICALS, Scenario, Vertical
+from localbench import scenario_files
 from localbench.scenario_files import (
     SCENARIOS_DIR,
     folder_hint,
     parse_names,
     read_structured,
+    load_each,
     resolve_builtin,
+    take,
 )
 
 __all__ = [
@@ -46,20 +49,10 @@ _ALIASES: dict[str, Vertical] = {v: v for v in VERTICALS} | {v[:3]: v for v in V
     "health": "healthcare", "medical": "healthcare", "law": "legal", "hr": "corporate"}
 
 
-@dataclass
-class LoadResult:
+class LoadResult(scenario_files.LoadResult[Scenario]):
     """Scenarios in order (vertical, then id) and the warnings of the records they came from."""
 
-    scenarios: list[Scenario]
-    issues: list[LoadIssue] = field(default_factory=list)
-
-    def by_vertical(self) -> dict[str, list[Scenario]]:
-        out: dict[str, list[Scenario]] = {}
-        for s in self.scenarios:
-            out.setdefault(s.vertical, []).append(s)
-        return out
-
-    by_category = by_vertical
+    category = "vertical"
 
 
 @dataclass(frozen=True)
@@ -176,25 +169,6 @@ def load_scenarios(source: str | Path = "builtin", categories: Iterable[str] | s
         raise ScenarioError("limit", None, f"must be at least 1, got {limit}")
     wanted = parse_verticals(categories)
     docs, skipped = documents(source)
-    loaded: list[tuple[Scenario, list[LoadIssue]]] = []
-    seen: dict[str, str] = {}
-    for doc in docs:
-        if wanted is not None and doc.hint is not None and doc.hint not in wanted:
-            continue
-        sc, issues = load_document(doc)
-        if sc.id in seen:
-            raise ScenarioError(doc.file, "id", f"scenario id '{sc.id}' is also used by {seen[sc.id]} (the released "
-                                                "subsets repeat the full set's ids: load one file)", doc.line)
-        seen[sc.id] = doc.label
-        if wanted is None or sc.vertical in wanted:
-            loaded.append((sc, issues))
-    loaded.sort(key=lambda x: (VERTICALS.index(x[0].vertical), x[0].id))
-    counts: dict[str, int] = {}
-    result = LoadResult([], list(skipped))
-    for sc, issues in loaded:
-        counts[sc.vertical] = counts.get(sc.vertical, 0) + 1
-        if limit is not None and counts[sc.vertical] > limit:
-            continue
-        result.scenarios.append(sc)
-        result.issues.extend(issues)
-    return result
+    loaded = load_each(docs, load_document, wanted, "vertical",
+                       note=" (the released subsets repeat the full set's ids: load one file)")
+    return take(LoadResult([], list(skipped)), loaded, VERTICALS, limit)

@@ -10,20 +10,23 @@ raises ScenarioError naming the file and the field.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from localbench.benchmarks.asb import suite, upstream
 from localbench.benchmarks.asb.issues import LoadIssue, ScenarioError
 from localbench.benchmarks.asb.scenario import CATEGORY_NAMES, Category, Scenario
+from localbench import scenario_files
 from localbench.scenario_files import (
     SCENARIOS_DIR,
     check_text_fields,
     folder_hint,
     parse_names,
     read_structured,
+    load_each,
     resolve_builtin,
+    take,
 )
 
 __all__ = [
@@ -49,18 +52,8 @@ _ALIASES |= {name: c for c, name in CATEGORY_NAMES.items()}
 _ALIASES |= {"mg": "GC", "group_chat": "GC"}
 
 
-@dataclass
-class LoadResult:
+class LoadResult(scenario_files.LoadResult[Scenario]):
     """Scenarios in order (category, then id) and the warnings of the files they came from."""
-
-    scenarios: list[Scenario]
-    issues: list[LoadIssue] = field(default_factory=list)
-
-    def by_category(self) -> dict[Category, list[Scenario]]:
-        out: dict[Category, list[Scenario]] = {}
-        for s in self.scenarios:
-            out.setdefault(s.category, []).append(s)
-        return out
 
 
 @dataclass(frozen=True)
@@ -157,30 +150,11 @@ def load_scenarios(source: str | Path = "builtin", categories: Iterable[str] | s
     if subset not in ("all", "paper"):
         raise ScenarioError("subset", None, f"'{subset}' is not 'all' or 'paper'")
     wanted = parse_categories(categories)
-    loaded: list[tuple[Scenario, list[LoadIssue]]] = []
-    seen: dict[str, str] = {}
-    for doc in documents(source):
-        if wanted is not None and doc.hint is not None and doc.hint not in wanted:
-            continue  # skip parsing files of other categories
-        sc, issues = load_document(doc)
-        if sc.id in seen:
-            raise ScenarioError(doc.label, "id", f"scenario id '{sc.id}' is also used by {seen[sc.id]}")
-        seen[sc.id] = doc.label
-        if wanted is None or sc.category in wanted:
-            loaded.append((sc, issues))
+    loaded = load_each(documents(source), load_document, wanted, "category")
     if subset == "paper":
         foreign = [sc.id for sc, _ in loaded if sc.metadata.get("format") != "agentsocialbench"]
         if foreign:
             raise ScenarioError(str(source), None, "subset 'paper' applies only to the upstream release; "
                                                    f"'{foreign[0]}' is not from it")
         loaded = [(sc, iss) for sc, iss in loaded if upstream.in_paper_subset(sc)]
-    loaded.sort(key=lambda x: (CATEGORY_ORDER.index(x[0].category), x[0].id))
-    counts: dict[str, int] = {}
-    result = LoadResult([])
-    for sc, issues in loaded:
-        counts[sc.category] = counts.get(sc.category, 0) + 1
-        if limit is not None and counts[sc.category] > limit:
-            continue
-        result.scenarios.append(sc)
-        result.issues.extend(issues)
-    return result
+    return take(LoadResult([]), loaded, CATEGORY_ORDER, limit)

@@ -12,7 +12,7 @@ wrong comes back as ``LoadIssue`` warnings (the codes below), which `localbench 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +23,16 @@ from localbench.benchmarks.sopri.image_check import image_problem
 from localbench.benchmarks.sopri.images import TEXT_KINDS
 from localbench.benchmarks.sopri.labels import label_issues, post_text
 from localbench.benchmarks.sopri.scenario import SLOTS, User
+from localbench import scenario_files
 from localbench.scenario_files import (
     SCENARIOS_DIR,
     LoadIssue,
     ScenarioError,
     parse_names,
     read_structured,
+    load_each,
     resolve_builtin,
+    take,
     validation_error,
 )
 
@@ -60,20 +63,14 @@ LABEL_CODES = ("no_cues", "cue_not_found", "post_without_cue", "difficulty_misma
 """The warnings that make a label unverifiable (the shipped suite has none)."""
 
 
-@dataclass
-class LoadResult:
+class LoadResult(scenario_files.LoadResult[User]):
     """Users in order (cohort, then id) and the warnings of the records they came from."""
 
-    users: list[User]
-    issues: list[LoadIssue] = field(default_factory=list)
+    category = "cohort"
 
-    def by_cohort(self) -> dict[str, list[User]]:
-        out: dict[str, list[User]] = {}
-        for u in self.users:
-            out.setdefault(u.cohort, []).append(u)
-        return out
-
-    by_category = by_cohort
+    @property
+    def users(self) -> list[User]:
+        return self.scenarios
 
 
 @dataclass(frozen=True)
@@ -226,22 +223,5 @@ def load_users(source: str | Path = "builtin", categories: Iterable[str] | str |
         raise ScenarioError("limit", None, f"must be at least 1, got {limit}")
     wanted = parse_cohorts(categories)
     docs, skipped = documents(source)
-    loaded: list[tuple[User, list[LoadIssue]]] = []
-    seen: dict[str, str] = {}
-    for doc in docs:
-        user, issues = load_document(doc)
-        if user.id in seen:
-            raise ScenarioError(doc.file, "id", f"user id '{user.id}' is also used by {seen[user.id]}")
-        seen[user.id] = doc.label
-        if wanted is None or user.cohort in wanted:
-            loaded.append((user, issues))
-    loaded.sort(key=lambda x: (COHORTS.index(x[0].cohort), x[0].id))
-    counts: dict[str, int] = {}
-    result = LoadResult([], list(skipped))
-    for user, issues in loaded:
-        counts[user.cohort] = counts.get(user.cohort, 0) + 1
-        if limit is not None and counts[user.cohort] > limit:
-            continue
-        result.users.append(user)
-        result.issues.extend(issues)
-    return result
+    loaded = load_each(docs, load_document, wanted, "cohort", what="user id")
+    return take(LoadResult([], list(skipped)), loaded, COHORTS, limit)

