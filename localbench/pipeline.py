@@ -24,8 +24,8 @@ from pydantic import ValidationError
 
 from localbench.benchmarks import Benchmark, get_benchmark
 from localbench.errors import IncompleteRun, UserError, field_error, yaml_error
-from localbench.runlog import Transcript
-from localbench.runlog import RunDir, RunPaths, changed_files, judge_of, resume_judge, run_lock, same_judge
+from localbench.runlog import (RunDir, RunPaths, Transcript, changed_files, file_hashes, judge_of, resume_judge,
+                               run_lock, same_judge)
 from localbench.spec import NO_JUDGE, RunSpec
 
 
@@ -136,7 +136,6 @@ async def judge_transcripts(spec: RunSpec, transcripts: list[Transcript], scenar
 
 def _judge_rubrics(spec: RunSpec) -> dict[str, str]:
     from localbench.judging.rubrics import judges_dir
-    from localbench.runlog import file_hashes
 
     return file_hashes(benchmark_of(spec).rubric_files(), judges_dir())
 

@@ -22,8 +22,8 @@ from localbench.judging.rubrics import judges_dir
 from localbench.judging.sanity import check_judgments
 from localbench.judging.synthetic import SyntheticJudge, parse_synthetic
 from localbench.pipeline import benchmark_of, judge_transcripts, read_transcripts, scenarios_for, spec_of
-from localbench.runlog import Judgment, RecordStore, ScenarioScore, Transcript
-from localbench.runlog import RunDir, RunPaths, changed_files, file_hashes, judge_of, run_lock
+from localbench.runlog import (Judgment, RecordStore, RunDir, RunPaths, ScenarioScore, Transcript, changed_files,
+                               file_hashes, judge_of, run_lock)
 from localbench.serving.client import StructuredClient
 from localbench.serving.types import ModelIdentity, identity_changes
 
