@@ -25,7 +25,8 @@ import yaml
 from localbench.benchmarks import Benchmark
 from localbench.errors import IncompleteRun, UserError, yaml_error
 from localbench.registry import get_benchmark
-from localbench.runlog import RunDir, RunPaths, Transcript, changed_files, judge_of, resume_judge, run_lock, same_judge
+from localbench.runlog import (RunDir, RunPaths, Transcript, changed_files, file_hashes, judge_of, resume_judge,
+                               run_lock, same_judge)
 from localbench.spec import NO_JUDGE, RunSpec, parse_spec
 
 
@@ -164,7 +165,6 @@ async def judge_transcripts(spec: RunSpec, transcripts: list[Transcript], scenar
 
 def _judge_rubrics(spec: RunSpec) -> dict[str, str]:
     from localbench.judging.rubrics import judges_dir
-    from localbench.runlog import file_hashes
 
     return file_hashes(benchmark_of(spec).rubric_files(), judges_dir())
 

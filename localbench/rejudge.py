@@ -23,7 +23,7 @@ from localbench.judging.sanity import check_judgments
 from localbench.judging.synthetic import SyntheticJudge, parse_synthetic
 from localbench.pipeline import Resolved, judge_transcripts, read_transcripts, spec_of
 from localbench.runlog import (Judgment, RecordStore, RunDir, RunPaths, ScenarioScore, Transcript, changed_files,
-                             file_hashes, judge_of, run_lock)
+                               file_hashes, judge_of, run_lock)
 from localbench.serving.client import StructuredClient
 from localbench.serving.types import ModelIdentity, identity_changes
 

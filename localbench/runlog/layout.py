@@ -1,7 +1,8 @@
 """The names of a run directory's files: the one place each is spelt.
 
 A Slurm shard (RUN/shards/<i>/) and a rejudge (RUN/judges/<name>/) are run-like directories: the
-same names apply there. ``RunPaths`` only joins paths; it creates nothing, so a reader may ask it
+same names apply there. A benchmark's own files in a run (its samples, its caches) are named by
+that benchmark. ``RunPaths`` only joins paths; it creates nothing, so a reader may ask it
 about a directory that does not exist.
 """
 
@@ -24,7 +25,6 @@ class RunFiles:
     REPORT_MD = "report.md"
     REPORT_HTML = "report.html"
     REJUDGE = "rejudge.json"  # in RUN/judges/<name>/: who judged it, how
-    IMPORT_PROBLEMS = "import_problems.jsonl"  # an imported run's records that did not import
     VIEW_PAGE = "index.html"  # the viewer's page, in VIEW
     TABLES = "tables"
     FIGURES = "figures"
@@ -94,10 +94,6 @@ class RunPaths:
     @property
     def rejudge_info(self) -> Path:
         return self.path / RunFiles.REJUDGE
-
-    @property
-    def import_problems(self) -> Path:
-        return self.path / RunFiles.IMPORT_PROBLEMS
 
     @property
     def tables_dir(self) -> Path:

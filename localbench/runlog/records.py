@@ -166,7 +166,6 @@ class ScenarioScore(Record):
     judge_stage_finishes: bool = False  # what ``unscored`` says is missing, the judge stage makes
 
 
-
 def by_simulation(judgments: Iterable[Judgment]) -> dict[str, list[Judgment]]:
     """Judgments grouped by the simulation they judged (``sim_key``), in their order."""
     out: dict[str, list[Judgment]] = defaultdict(list)

@@ -22,13 +22,12 @@ from localbench.benchmarks.agentleak.published.sampling import SAMPLE_FILE, STRA
 from localbench.benchmarks.agentleak.published.traces import ReadTraces, TraceProblem, UpstreamTrace, read_traces
 from localbench.errors import UserError
 from localbench.files import write_lines_atomic
-from localbench.runlog import LogEntry, Transcript, write_records
-from localbench.runlog import RunDir, RunFiles, RunPaths
+from localbench.runlog import LogEntry, RunDir, RunPaths, Transcript, write_records
 from localbench.spec import RunSpec
 
 BENCHMARK = "agentleak-traces"
 SETTING = "2-agent"  # the harness's one topology (coordinator and worker)
-PROBLEMS = RunFiles.IMPORT_PROBLEMS
+PROBLEMS = "import_problems.jsonl"
 NOT_RESIMULATED = ("No model was called: the traces' channel messages are scored as published. Not re-simulated: "
                    "the agents' replies, the single-agent run, the memory write (upstream builds C5 from the "
                    "worker's reply) and the upstream detector's flags, which are kept as provenance.")
