@@ -84,13 +84,8 @@ def run_file_spellings(root: Path) -> list[str]:
     return sorted(set(out))
 
 
-# Spellings left for now, as "file: name": another piece of work owns that file at the moment.
-PENDING = {"benchmarks/agentleak/published/plugin.py: transcripts.jsonl"}
-
-
 def test_only_the_run_log_spells_a_run_file_name():
-    found = run_file_spellings(PACKAGE)
-    assert [s for s in found if "{}: {}".format(s.split(":")[0], s.split(": ", 1)[1]) not in PENDING] == []
+    assert run_file_spellings(PACKAGE) == []
 
 
 def test_the_check_sees_a_run_file_name(tmp_path):

@@ -45,12 +45,12 @@ class ImportedSimulator(Simulator):
 
 def load_imported(source: str, categories: Iterable[str] | str | None = None, limit: int | None = None
                   ) -> dict[str, ImportedTrace]:
-    from localbench.runlog import RunDir
+    from localbench.runlog import RunDir, RunFiles, RunPaths
 
     run = Path(source)
-    if not (run / "transcripts.jsonl").is_file():
-        raise UserError(f"{run}: not an imported run (no transcripts.jsonl); `localbench import agentleak-traces PATH` "
-                        "writes one")
+    if not RunPaths(run).transcripts_path.is_file():
+        raise UserError(f"{run}: not an imported run (no {RunFiles.TRANSCRIPTS}); `localbench import agentleak-traces "
+                        "PATH` writes one")
     cats = {categories} if isinstance(categories, str) else set(categories or [])
     out: dict[str, ImportedTrace] = {}
     per: dict[str, int] = {}
