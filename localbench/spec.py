@@ -166,7 +166,14 @@ class RunSpec(BaseModel):
         """Checked against the benchmark's settings model (a misspelt or out-of-range setting is an
         error naming ``extra.<setting>``); kept as given, so a spec hashes as it always did."""
         d = cls._design(info)
-        return v if d is None else d.settings.model_validate(v).model_dump(mode="json", exclude_unset=True)
+        if d is None:
+            return v
+        known = d.settings.model_fields
+        unknown = [k for k in v if k not in known]
+        if unknown:
+            raise ValueError(f"'{unknown[0]}' is not a setting of {d.title} (its settings: "
+                             f"{', '.join(known) or 'none'}; `localbench data design --benchmark {d.name}`)")
+        return d.settings.model_validate(v).model_dump(mode="json", exclude_unset=True)
 
     @field_validator("models")
     @classmethod
