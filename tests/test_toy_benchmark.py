@@ -155,6 +155,8 @@ def test_rejudge_gold_eval_data_check_and_slurm(tmp_path, tiny_dir):
 
     out = cli("data", "check", "builtin", "--benchmark", "toy").stdout
     assert "gift" in out and "trip" in out
+    out = cli("data", "design", "--benchmark", "toy").stdout
+    assert "Toy secret-keeping" in out and "SLR" in out and "settings" not in out  # it declares none
 
     spec = tmp_path / "study.yaml"
     spec.write_text(yaml.safe_dump({"benchmark": "toy", "models": {"teller": "tiny-random", "grader": "smollm2-135m"},
