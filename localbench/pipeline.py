@@ -48,7 +48,7 @@ def spec_of(run_dir: str | Path) -> RunSpec:
     if not isinstance(doc, dict) or not isinstance(doc.get("spec"), dict):
         raise UserError(f"{rd.spec_file}: not a run record (it has no 'spec' section); a study file is run "
                         "with `localbench run --spec FILE`")
-    spec = parse_spec(doc["spec"], str(rd.spec_file), prefix="spec.")
+    spec = parse_spec(doc["spec"], str(rd.spec_file), prefix="spec.", recorded=True)
     return spec.model_copy(update={"out": str(Path(run_dir).parent), "run_id": Path(run_dir).name})
 
 

@@ -77,6 +77,10 @@ def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+RECORDED = "recorded"
+"""Validation context key: the spec being read is one a run recorded (``parse_spec(recorded=True)``)."""
+
+
 class RunSpec(BaseModel):
     """Everything that defines a run. Recorded, resolved, in runs/<id>/spec.yaml.
 
@@ -164,16 +168,19 @@ class RunSpec(BaseModel):
     @classmethod
     def _settings(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
         """Checked against the benchmark's settings model (a misspelt or out-of-range setting is an
-        error naming ``extra.<setting>``); kept as given, so a spec hashes as it always did."""
+        error naming ``extra.<setting>``); kept as given, so a spec hashes as it always did. A spec a
+        run recorded (``parse_spec(..., recorded=True)``) keeps a key its benchmark no longer
+        declares, unread, so that a run made before still reads and resumes."""
         d = cls._design(info)
         if d is None:
             return v
         known = d.settings.model_fields
-        unknown = [k for k in v if k not in known]
-        if unknown:
-            raise ValueError(f"'{unknown[0]}' is not a setting of {d.title} (its settings: "
+        unknown = {k: x for k, x in v.items() if k not in known}
+        if unknown and not (info.context or {}).get(RECORDED):
+            raise ValueError(f"'{next(iter(unknown))}' is not a setting of {d.title} (its settings: "
                              f"{', '.join(known) or 'none'}; `localbench data design --benchmark {d.name}`)")
-        return d.settings.model_validate(v).model_dump(mode="json", exclude_unset=True)
+        ok = d.settings.model_validate({k: x for k, x in v.items() if k in known})
+        return {**ok.model_dump(mode="json", exclude_unset=True), **unknown}
 
     @field_validator("models")
     @classmethod
@@ -232,7 +239,8 @@ class RunSpec(BaseModel):
     @property
     def settings(self) -> Any:
         """The benchmark's own settings, typed (its design's ``settings`` model over ``extra``)."""
-        return self.design.settings.model_validate(self.extra)
+        s = self.design.settings
+        return s.model_validate({k: v for k, v in self.extra.items() if k in s.model_fields})
 
     @property
     def judge_model(self) -> str:
@@ -317,9 +325,11 @@ def read_spec_file(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def parse_spec(data: dict[str, Any], where: str = "flags", prefix: str = "", **overrides: Any) -> RunSpec:
+def parse_spec(data: dict[str, Any], where: str = "flags", prefix: str = "", recorded: bool = False,
+               **overrides: Any) -> RunSpec:
     """The one place a RunSpec is parsed from fields: ``data`` with non-None ``overrides`` on top
-    ("models.agent" style keys set one nested field); a bad field is a SpecError naming ``where``."""
+    ("models.agent" style keys set one nested field); a bad field is a SpecError naming ``where``.
+    ``recorded``: a run's own spec.yaml (settings its benchmark no longer declares are kept, unread)."""
     data = dict(data)
     for k, v in overrides.items():
         if v is None:
@@ -331,7 +341,7 @@ def parse_spec(data: dict[str, Any], where: str = "flags", prefix: str = "", **o
         else:
             data[k] = v
     try:
-        return RunSpec.model_validate(data)
+        return RunSpec.model_validate(data, context={RECORDED: recorded})
     except ValidationError as e:
         raise SpecError(f"{where}: {field_error(e, prefix=prefix)}") from e
 

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from localbench.benchmarks import Benchmark
 from localbench.errors import UserError
@@ -137,3 +138,21 @@ def test_a_benchmarks_own_settings_are_typed_and_checked_when_the_spec_is_read(t
         load_spec(None, benchmark="toy", extra={"anything": 1})
     r = CliRunner().invoke(app, ["data", "design", "--benchmark", "sopri"], env={"COLUMNS": "200"})
     assert r.exit_code == 0 and "extra.route_budget" in r.output and "integer ≥ 0" in r.output, r.output
+
+
+def test_a_recorded_spec_keeps_a_setting_its_benchmark_no_longer_declares(tmp_path):
+    """A run made before a setting was dropped still reads (score, report, view): its spec.yaml's
+    unknown setting is kept, unread; a new spec naming it is refused."""
+    from localbench.pipeline import spec_of
+    from localbench.spec import SpecError, load_spec
+
+    run = tmp_path / "old-run"
+    run.mkdir()
+    (run / "spec.yaml").write_text(yaml.safe_dump({"spec": {"benchmark": "sopri", "extra": {
+        "slot_judge": "model", "route_budget": 7}}}))
+    spec = spec_of(run)
+    assert spec.extra == {"route_budget": 7, "slot_judge": "model"} and spec.settings.route_budget == 7
+    study = tmp_path / "study.yaml"  # the same settings in a spec file for a new run
+    study.write_text(yaml.safe_dump({"benchmark": "sopri", "extra": {"slot_judge": "model"}}))
+    with pytest.raises(SpecError, match="'slot_judge' is not a setting of SopriBench"):
+        load_spec(study)

@@ -20,7 +20,7 @@ from localbench.runlog.layout import RunPaths
 from localbench.runlog.provenance import package_versions
 from localbench.runlog.records import Judgment, ScenarioScore, Transcript
 from localbench.runlog.store import RecordStore
-from localbench.spec import RunSpec
+from localbench.spec import RECORDED, RunSpec
 
 
 class RunMismatch(UserError):
@@ -74,7 +74,7 @@ class RunDir(RunPaths):
 
     def _check_same_run(self, old: dict[str, Any], spec: RunSpec, fingerprint: dict[str, str]) -> None:
         try:
-            before = RunSpec.model_validate(old.get("spec") or {})
+            before = RunSpec.model_validate(old.get("spec") or {}, context={RECORDED: True})
         except ValidationError:
             return  # written by another version of the spec schema: nothing comparable
         diffs = spec.differences(before)

@@ -107,7 +107,7 @@ def merge_run(run_dir: str | Path, allow_partial: bool = False) -> MergeReport:
     rec = layout.read_record()
     if not layout.spec_file.exists():
         raise UserError(f"{layout.spec_file}: missing; was this run submitted with `localbench slurm submit`?")
-    spec = parse_spec(_read_spec_doc(layout.spec_file), str(layout.spec_file))
+    spec = parse_spec(_read_spec_doc(layout.spec_file), str(layout.spec_file), recorded=True)
     shards = list(range(rec.num_shards))
     rep = MergeReport(shards=shards)
     docs: dict[int, dict[str, Any]] = {}
