@@ -14,5 +14,5 @@ import asyncio
 from batching import make_spec, parser, run
 
 if __name__ == "__main__":
-    args = parser(__doc__, levels="single,multi", max_rounds="4", max_tokens=200).parse_args()
+    args = parser(__doc__, conditions="single,multi", max_rounds="4", max_tokens=200).parse_args()
     asyncio.run(run("agentleak", args, lambda concurrency, out: make_spec("agentleak", args, concurrency, out)))

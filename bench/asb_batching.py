@@ -13,5 +13,5 @@ import asyncio
 from batching import make_spec, parser, run
 
 if __name__ == "__main__":
-    args = parser(__doc__, levels="L0,L2", max_rounds="4", max_tokens=120).parse_args()
+    args = parser(__doc__, conditions="L0,L2", max_rounds="4", max_tokens=120).parse_args()
     asyncio.run(run("asb", args, lambda concurrency, out: make_spec("asb", args, concurrency, out)))

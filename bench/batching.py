@@ -27,12 +27,12 @@ from dataclasses import replace
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
-def parser(doc: str, *, levels: str, max_rounds: str, max_tokens: int) -> argparse.ArgumentParser:
+def parser(doc: str, *, conditions: str, max_rounds: str, max_tokens: int) -> argparse.ArgumentParser:
     """The options every batching bench takes (defaults per benchmark)."""
     p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="smollm2-135m")
-    p.add_argument("--n", type=int, default=16, help="simulations (scenario × level)")
-    p.add_argument("--levels", default=levels, help="comma list of the benchmark's levels")
+    p.add_argument("--n", type=int, default=16, help="simulations (scenario × condition)")
+    p.add_argument("--conditions", default=conditions, help="comma list of the benchmark's conditions")
     p.add_argument("--limit", type=int, default=None, help="scenarios per category")
     p.add_argument("--max-rounds", default=max_rounds,
                    help="round limit for every category, or 'default' for the benchmark's own")
@@ -50,7 +50,7 @@ def make_spec(benchmark: str, args, concurrency: int, out: str, **extra):
 
     design = design_of(benchmark)
     rounds = {} if args.max_rounds == "default" else {c: int(args.max_rounds) for c in design.categories}
-    return load_spec(None, benchmark=benchmark, scenarios="builtin", levels=args.levels.split(","),
+    return load_spec(None, benchmark=benchmark, scenarios="builtin", conditions=args.conditions.split(","),
                      limit=args.limit, out=out, run_id=f"c{concurrency}", no_cache=True,
                      max_tokens=args.max_tokens, max_rounds=rounds,
                      **{f"models.{design.primary_role}": args.model, "serving.engine": args.engine,
@@ -103,7 +103,7 @@ async def run(benchmark: str, args, spec_for: Callable[[int, str], object]) -> d
         return await real(req)
 
     n_sims = len(simulator.plan(spec_b, scenarios))
-    print(f"{benchmark}: {n_sims} simulations ({len(scenarios)} scenarios × levels {args.levels}), "
+    print(f"{benchmark}: {n_sims} simulations ({len(scenarios)} scenarios × conditions {args.conditions}), "
           f"model {args.model}, max_rounds {args.max_rounds}, max_tokens {args.max_tokens}")
     # warm-up: load kernels and grammars once so neither arm pays for it; and the simulator's
     # preparation (SopriBench: OCR of the images), which is no engine's work, done here once

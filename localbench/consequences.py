@@ -37,7 +37,7 @@ from localbench.stats import PrevalenceCI, kendall_tau
 
 @dataclass
 class UnitCounts:
-    """Leaked units and units of one (model, level, category), per scenario (the cluster)."""
+    """Leaked units and units of one (model, condition, category), per scenario (the cluster)."""
 
     clusters: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
     n_failed: int = 0  # simulations whose privacy call failed
@@ -55,7 +55,7 @@ class UnitCounts:
 
 
 def _unit_counts(run: LoadedRun, records: list[Judgment]) -> dict[tuple[str, str, str], UnitCounts]:
-    """(model, level, category) → leaked units and units per scenario (a scenario's seeds pooled)."""
+    """(model, condition, category) → leaked units and units per scenario (a scenario's seeds pooled)."""
     bm = run.benchmark
     by_sim: dict[str, list[Judgment]] = defaultdict(list)
     for r in records:
@@ -65,7 +65,7 @@ def _unit_counts(run: LoadedRun, records: list[Judgment]) -> dict[tuple[str, str
         sc = run.scenarios.get(t.scenario)
         if sc is None:
             continue
-        c = out[(t.model, t.level, bm.category_of(sc))]
+        c = out[(t.model, t.condition, bm.category_of(sc))]
         units = None if t.error else bm.leak_units(sc, by_sim.get(t.key, []))
         if units is None:
             c.n_failed += 1
@@ -81,7 +81,7 @@ def _metric_means(bm: Benchmark, records: list[ScenarioScore], run_id: str, judg
     from localbench.scoring import aggregate
 
     scores = aggregate(records, bm.design, run_id, judge, seed=seed)
-    return {(r.model, r.level, r.category, r.metric): MetricValue(r.mean, r.ci_low, r.ci_high, r.n, r.n_failed)
+    return {(r.model, r.condition, r.category, r.metric): MetricValue(r.mean, r.ci_low, r.ci_high, r.n, r.n_failed)
             for r in scores.rows if not r.group and r.category != "ALL"}
 
 
@@ -113,35 +113,35 @@ def consequences(runs: list[str | Path], gold: dict[str, JudgeReliability], seed
                 values[key][src.judge] = mv
             counts = _unit_counts(run, src.records)
             pooled: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-            every: dict[tuple[str, str], UnitCounts] = defaultdict(UnitCounts)  # (model, level): all categories
+            every: dict[tuple[str, str], UnitCounts] = defaultdict(UnitCounts)  # (model, condition): all categories
             note = "the planted labels: the truth" if src.judge == bm.planted_judge else ""
             deffs: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
-            for (model, level, _cat), uc in counts.items():
-                deffs[(model, level)] += uc.pairs()
-            for (model, level, cat), uc in sorted(counts.items()):
+            for (model, condition, _cat), uc in counts.items():
+                deffs[(model, condition)] += uc.pairs()
+            for (model, condition, cat), uc in sorted(counts.items()):
                 models_seen[run_id].add(model)
                 pooled[model][0] += uc.k
                 pooled[model][1] += uc.n
-                corrected.append(_correct(run_id, model, level, cat, src.judge, uc, gold.get(src.judge), seed, note,
-                                          deff=design_effect(deffs[(model, level)])))
-                both = every[(model, level)]
+                corrected.append(_correct(run_id, model, condition, cat, src.judge, uc, gold.get(src.judge), seed, note,
+                                          deff=design_effect(deffs[(model, condition)])))
+                both = every[(model, condition)]
                 both.clusters.update({f"{cat}/{sc}": list(kn) for sc, kn in uc.clusters.items()})
                 both.n_failed += uc.n_failed
             if len({cat for _, _, cat in counts}) > 1:
-                for (model, level), uc in sorted(every.items()):
-                    corrected.append(_correct(run_id, model, level, ALL, src.judge, uc, gold.get(src.judge), seed,
+                for (model, condition), uc in sorted(every.items()):
+                    corrected.append(_correct(run_id, model, condition, ALL, src.judge, uc, gold.get(src.judge), seed,
                                               note))
             for model, (k, n) in pooled.items():
                 if n:
                     rank_data["all units (pooled leak rate)"][src.judge][f"{run_id}/{model}"] = k / n
-        for (model, level, cat, metric), by_judge in sorted(values.items()):
+        for (model, condition, cat, metric), by_judge in sorted(values.items()):
             means = [v.mean for v in by_judge.values() if v.mean is not None]
-            metric_rows.append(MetricRow(run_id, model, level, cat, metric, by_judge,
+            metric_rows.append(MetricRow(run_id, model, condition, cat, metric, by_judge,
                                          (max(means) - min(means)) if len(means) >= 2 else None))
             if metric == bm.design.headline.get(cat):
                 for j, v in by_judge.items():
                     if v.mean is not None:
-                        rank_data[f"{cat} {level} {metric}"][j][f"{run_id}/{model}"] = v.mean
+                        rank_data[f"{cat} {condition} {metric}"][j][f"{run_id}/{model}"] = v.mean
         per_run.append(run_id)
     ranks = []
     for scope, by_judge in sorted(rank_data.items()):
@@ -171,29 +171,29 @@ def _ranking(values: dict[str, float]) -> tuple[str, ...]:
     return tuple(k for k, _ in sorted(values.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _correct(run: str, model: str, level: str, cat: str, judge: str, uc: UnitCounts,
+def _correct(run: str, model: str, condition: str, cat: str, judge: str, uc: UnitCounts,
              rel: JudgeReliability | None, seed: int, truth_note: str = "", deff: float | None = None) -> CorrectedRate:
     k, n = uc.k, uc.n
     observed = k / n if n else math.nan
     if rel is None or rel.gold is None:
         note = truth_note or "no gold measurement for this judge"
-        return CorrectedRate(run, model, level, cat, judge, k, n, uc.n_failed, observed, None, note)
+        return CorrectedRate(run, model, condition, cat, judge, k, n, uc.n_failed, observed, None, note)
     if rel.verdict.grade == "incomplete":
-        return CorrectedRate(run, model, level, cat, judge, k, n, uc.n_failed, observed, None,
+        return CorrectedRate(run, model, condition, cat, judge, k, n, uc.n_failed, observed, None,
                              "its gold eval is incomplete: no error rates to correct with")
     lk = rel.gold.leak
     if deff is not None and n and lk.n_neg > 0 and lk.n_pos > 0:  # one category: see judging.categories
         cr = category_rate(k, n, lk.fp, lk.n_neg, lk.fn, lk.n_pos, deff, seed=seed)
         if not cr.identified:
-            return CorrectedRate(run, model, level, cat, judge, k, n, uc.n_failed, observed, None,
+            return CorrectedRate(run, model, condition, cat, judge, k, n, uc.n_failed, observed, None,
                                  f"{NOT_IDENTIFIED}: {k}/{n} units over {len(uc.clusters)} scenarios do not pin the "
                                  "corrected rate down with this judge's error rates", n_scenarios=len(uc.clusters))
         ci = PrevalenceCI(cr.estimate, cr.low, cr.high, observed, lk.fp / lk.n_neg, lk.fn / lk.n_pos, n, lk.n_neg,
                           lk.n_pos, 0.95, 4000, round(cr.undefined_share * 4000), seed,
                           f"{cr.method}; design effect {cr.design_effect:.2f}")
-        return CorrectedRate(run, model, level, cat, judge, k, n, uc.n_failed, observed, ci, truth_note,
+        return CorrectedRate(run, model, condition, cat, judge, k, n, uc.n_failed, observed, ci, truth_note,
                              n_scenarios=len(uc.clusters))
     rg = corrected_rate(uc.pairs(), rel.gold, seed)
     note = "" if rg is not None else "gold set lacks leaks or non-leaks, or no units"
-    return CorrectedRate(run, model, level, cat, judge, k, n, uc.n_failed, observed, rg, note,
+    return CorrectedRate(run, model, condition, cat, judge, k, n, uc.n_failed, observed, rg, note,
                          n_scenarios=len(uc.clusters))

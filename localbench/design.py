@@ -25,17 +25,17 @@ ALL = "ALL"
 class Axis:
     """One experimental axis: a key of every scores row.
 
-    ``kind``: the one ``condition`` axis is what a simulation runs under (the spec's ``levels``;
-    paired comparisons run across it); the one ``category`` axis groups scenarios (the spec's
+    ``kind``: the one ``condition`` axis is what a simulation runs under (the spec's ``conditions``,
+    the ``condition`` of every record and scores row; paired comparisons run across it); the one ``category`` axis groups scenarios (the spec's
     ``categories``, ``limit`` per category and ``max_rounds`` per category).
     """
 
-    name: str  # key in scores rows ("level", "category")
+    name: str  # the benchmark's own word for it ("level", "attacker", "vertical")
     label: str  # for tables and figures ("Privacy level")
     kind: Literal["condition", "category"]
     values: tuple[str, ...] = ()  # known values in display order; others follow in first-seen order
-    default: tuple[str, ...] = ()  # condition axis: the levels a spec without `levels` runs
-    flag: str = ""  # condition axis: the benchmark's own name for `--levels` (`--attackers`), an alias
+    default: tuple[str, ...] = ()  # condition axis: what a spec without `conditions` runs
+    flag: str = ""  # condition axis: the benchmark's own name for `--conditions` (`--attackers`), an alias
     help: str = ""  # condition axis: what its values are, for `localbench run --help`
 
     def order(self, seen: list[str]) -> list[str]:
@@ -104,11 +104,11 @@ class Design:
     """Its own settings (the spec's ``extra``): a pydantic model, validated when the spec is read;
     ``extra="forbid"`` in its config makes a misspelt setting an error naming it."""
     paired_test: Literal["sign-flip", "mcnemar"] = "sign-flip"
-    """How two levels (or models) are compared on the same scenarios: a sign-flip permutation test
+    """How two conditions (or models) are compared on the same scenarios: a sign-flip permutation test
     of the per-scenario differences, or McNemar's test on 0/1 outcomes paired by simulation."""
     paired_metrics: tuple[tuple[str, str], ...] = ()
     """Two metrics of the same simulations to compare (e.g. leaks in the final output vs between
-    agents), per model and level over every category, with the same paired test."""
+    agents), per model and condition over every category, with the same paired test."""
 
     def __post_init__(self) -> None:
         kinds = [a.kind for a in self.axes]

@@ -1,10 +1,11 @@
-"""scores.json: every metric with its CI and n, per model × level × category — the versioned format
-the report, the notebook, the judge-reliability lab and Slurm merges all read.
+"""scores.json: every metric with its CI and n, per model × condition × category — the versioned
+format the report, the notebook, the judge-reliability lab and Slurm merges all read.
 
-One row per (metric, model, judge, level, category[, group]). ``level`` and ``category`` are the
-values of the benchmark's two axes (its design's condition and category axes); ``group`` refines a
-category (e.g. a source→target domain pair) for the metrics its catalogue marks grouped; the
-category "ALL" pools every category of a level. Metric names and directions are the design's.
+One row per (metric, model, judge, condition, category[, group]). ``condition`` and ``category``
+are the values of the benchmark's two axes (its design's condition and category axes); ``group``
+refines a category (e.g. a source→target domain pair) for the metrics its catalogue marks grouped;
+the category "ALL" pools every category of a condition. Metric names and directions are the
+design's. Version 1 called ``condition`` ``level``; its rows are read under the new name.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-SCORES_VERSION = 1
+SCORES_VERSION = 2
+"""The format this code writes; version 1's rows named the condition ``level``."""
 
 
 class ScoreRow(BaseModel):
@@ -24,7 +26,7 @@ class ScoreRow(BaseModel):
     metric: str  # a name of the benchmark's metric catalogue
     model: str  # agent preset
     judge: str  # judge preset
-    level: str  # a value of the benchmark's condition axis
+    condition: str  # a value of the benchmark's condition axis
     category: str  # a value of its category axis, or ALL
     group: str = ""  # optional refinement, e.g. "health→social"
     mean: float | None  # None when n == 0
@@ -35,18 +37,26 @@ class ScoreRow(BaseModel):
     n_failed_sims: int = 0  # simulations that could not be scored, also those of scenarios another seed kept
     higher_is_better: bool = False
 
+    @model_validator(mode="before")
+    @classmethod
+    def _version_1(cls, data: Any) -> Any:
+        """A version-1 row (``level``) read under version 2's name."""
+        if isinstance(data, dict) and "level" in data and "condition" not in data:
+            data = {("condition" if k == "level" else k): v for k, v in data.items()}
+        return data
+
 
 class PairedComparison(BaseModel):
-    """A paired comparison between two levels (same model) or two models (same level): a sign-flip
+    """A paired comparison between two conditions (same model) or two models (same condition): a sign-flip
     permutation test for the p-value and a bootstrap CI of the mean difference."""
 
     model_config = ConfigDict(extra="forbid")
 
     metric: str
     category: str
-    a: str  # the first level, or a model
+    a: str  # the first condition, or a model
     b: str
-    fixed: str  # the model (for level comparisons) or the level (for model comparisons)
+    fixed: str  # the model (for condition comparisons) or the condition (for model comparisons)
     diff: float | None  # mean(b - a)
     ci_low: float | None
     ci_high: float | None
@@ -96,7 +106,7 @@ class Scores(BaseModel):
     def write(self, path: str | Path) -> None:
         from localbench.files import write_atomic
 
-        data = self.model_dump()
+        data = {**self.model_dump(), "version": SCORES_VERSION}  # a version-1 file read is written upgraded
         if not data["missing_simulations"]:
             del data["missing_simulations"], data["planned_simulations"]
         if not data["judge_warnings"]:  # a run whose judges show no degenerate pattern: as before

@@ -2,11 +2,11 @@
 
 A benchmark computes each simulation's metrics (``ScenarioScore`` records); this aggregates them
 as its design declares: macro over scenarios (the seeds of one scenario are averaged first), a 95%
-percentile bootstrap CI over scenarios (1,000 resamples) per (model, level, category), the
+percentile bootstrap CI over scenarios (1,000 resamples) per (model, condition, category), the
 catalogue's pooled metrics also over every category (``ALL``), its grouped metrics also per group,
 and paired comparisons of each category's headline metric (sign-flip permutation p-value and
-bootstrap CI of the difference, 10,000 resamples, paired by scenario id) between every level and
-the first for each model, and between every two models at each level. A leaf.
+bootstrap CI of the difference, 10,000 resamples, paired by scenario id) between every condition and
+the first for each model, and between every two models at each condition. A leaf.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def per_simulation(records: list[ScenarioScore], metric: str) -> tuple[list[floa
     return values, sum(1 for r in records if metric in r.failed)
 
 
-def _row(design: Design, metric: str, model: str, judge: str, level: str, category: str,
+def _row(design: Design, metric: str, model: str, judge: str, condition: str, category: str,
          records: list[ScenarioScore], seed: int, group: str = "") -> ScoreRow | None:
     per, n_failed, n_failed_sims = per_scenario(records, metric)
     if not per and not n_failed and not any(metric in r.metrics for r in records):
@@ -63,7 +63,7 @@ def _row(design: Design, metric: str, model: str, judge: str, level: str, catego
     else:
         ci = bootstrap_ci(list(per.values()), n_resamples=CI_RESAMPLES, seed=seed)
     ok = ci.n > 0
-    return ScoreRow(metric=metric, model=model, judge=judge, level=level, category=category, group=group,
+    return ScoreRow(metric=metric, model=model, judge=judge, condition=condition, category=category, group=group,
                     mean=ci.estimate if ok else None, ci_low=ci.low if ok else None,
                     ci_high=ci.high if ok else None, n=ci.n, n_failed=n_failed, n_failed_sims=n_failed_sims,
                     higher_is_better=design.higher_is_better(metric))
@@ -85,13 +85,13 @@ def aggregate(records: list[ScenarioScore], design: Design, run_id: str, judge: 
                                "test": "paired by scenario id"})
     groups: dict[tuple[str, str, str], list[ScenarioScore]] = defaultdict(list)
     for r in records:
-        groups[(r.model, r.level, r.category)].append(r)
-        groups[(r.model, r.level, ALL)].append(r)
+        groups[(r.model, r.condition, r.category)].append(r)
+        groups[(r.model, r.condition, ALL)].append(r)
     grouped = [m.name for m in design.metrics if m.grouped]
-    for (model, level, cat), recs in sorted(groups.items()):
+    for (model, condition, cat), recs in sorted(groups.items()):
         metrics = design.pooled_metrics if cat == ALL else _metrics_in(recs)
         for metric in metrics:
-            row = _row(design, metric, model, judge, level, cat, recs, seed)
+            row = _row(design, metric, model, judge, condition, cat, recs, seed)
             if row:
                 scores.rows.append(row)
         for metric in grouped:
@@ -102,7 +102,7 @@ def aggregate(records: list[ScenarioScore], design: Design, run_id: str, judge: 
                 if r.group:
                     by_group[r.group].append(r)
             for group, grs in sorted(by_group.items()):
-                row = _row(design, metric, model, judge, level, cat, grs, seed, group=group)
+                row = _row(design, metric, model, judge, condition, cat, grs, seed, group=group)
                 if row:
                     scores.rows.append(row)
     scores.comparisons = comparisons(records, design, seed) + metric_pairs(records, design, seed)
@@ -110,17 +110,17 @@ def aggregate(records: list[ScenarioScore], design: Design, run_id: str, judge: 
 
 
 def comparisons(records: list[ScenarioScore], design: Design, seed: int = 0) -> list[PairedComparison]:
-    """Paired tests of the headline metrics: each level against the first (in the condition axis's
+    """Paired tests of the headline metrics: each condition against the first (in the condition axis's
     order), each pair of models."""
     out = []
     models = sorted({r.model for r in records})
-    levels = design.condition.order([r.level for r in records])
+    conditions = design.condition.order([r.condition for r in records])
     cats = [c for c in dict.fromkeys(r.category for r in records) if c in design.headline]
 
     mcnemar = design.paired_test == "mcnemar"
 
-    def series(model: str, level: str, cat: str, metric: str) -> dict[str, float]:
-        recs = [r for r in records if r.model == model and r.level == level and r.category == cat]
+    def series(model: str, condition: str, cat: str, metric: str) -> dict[str, float]:
+        recs = [r for r in records if r.model == model and r.condition == condition and r.category == cat]
         if mcnemar:  # paired by simulation (scenario and seed), each a 0/1 outcome
             return {f"{r.scenario}|{r.seed_index}": float(r.metrics[metric]) for r in recs
                     if r.metrics.get(metric) is not None}
@@ -132,10 +132,10 @@ def comparisons(records: list[ScenarioScore], design: Design, seed: int = 0) -> 
     for cat in cats:
         metric = design.headline[cat]
         for model in models:
-            for lv in levels[1:]:
-                out.append(compare(metric, cat, levels[0], lv, model, series(model, levels[0], cat, metric),
+            for lv in conditions[1:]:
+                out.append(compare(metric, cat, conditions[0], lv, model, series(model, conditions[0], cat, metric),
                                    series(model, lv, cat, metric)))
-        for lv in levels:
+        for lv in conditions:
             for ma, mb in itertools.combinations(models, 2):
                 out.append(compare(metric, cat, ma, mb, lv, series(ma, lv, cat, metric), series(mb, lv, cat, metric)))
     return out
@@ -143,16 +143,16 @@ def comparisons(records: list[ScenarioScore], design: Design, seed: int = 0) -> 
 
 def metric_pairs(records: list[ScenarioScore], design: Design, seed: int = 0) -> list[PairedComparison]:
     """The design's ``paired_metrics``: metric a against metric b on the same simulations, per model
-    and level over every category."""
+    and condition over every category."""
     out = []
     mcnemar = design.paired_test == "mcnemar"
     for a, b in design.paired_metrics:
         for model in sorted({r.model for r in records}):
-            for level in design.condition.order([r.level for r in records]):
-                recs = [r for r in records if r.model == model and r.level == level]
+            for condition in design.condition.order([r.condition for r in records]):
+                recs = [r for r in records if r.model == model and r.condition == condition]
                 sa = {r.key: float(r.metrics[a]) for r in recs if r.metrics.get(a) is not None and r.metrics.get(b) is not None}
                 sb = {r.key: float(r.metrics[b]) for r in recs if r.key in sa}
-                out.append(_compare(f"{a} vs {b}", ALL, a, b, f"{model} · {level}", sa, sb, seed,
+                out.append(_compare(f"{a} vs {b}", ALL, a, b, f"{model} · {condition}", sa, sb, seed,
                                     discordant(sa, sb) if mcnemar else None))
     return out
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from localbench.design import Design
 from localbench.registry import DEFAULT_BENCHMARK, UnknownBenchmark, design_of
@@ -77,6 +77,9 @@ def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+OLD_CONDITIONS = "levels"
+"""The spec field ``conditions`` was called this before (AgentSocialBench's word); still read."""
+
 RECORDED = "recorded"
 """Validation context key: the spec being read is one a run recorded (``parse_spec(recorded=True)``)."""
 
@@ -85,10 +88,11 @@ class RunSpec(BaseModel):
     """Everything that defines a run. Recorded, resolved, in runs/<id>/spec.yaml.
 
     What a field means and defaults to comes from the benchmark's design
-    (``localbench.design``): ``levels`` are values of its condition axis (AgentSocialBench: privacy
-    levels), ``categories`` and ``max_rounds`` keys values of its category axis, ``models`` keys its
-    roles. A spec is resolved when it is validated: unset levels and roles are filled in from the
-    design, so the recorded spec says what ran.
+    (``localbench.design``): ``conditions`` are values of its condition axis (AgentSocialBench's
+    privacy levels, AgentLeak's settings, SopriBench's attackers), ``categories`` and ``max_rounds``
+    keys values of its category axis, ``models`` keys its roles. A spec is resolved when it is
+    validated: unset conditions and roles are filled in from the design, so the recorded spec says
+    what ran. ``levels``, the field's name before, is read as ``conditions``.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -96,9 +100,9 @@ class RunSpec(BaseModel):
     benchmark: str = DEFAULT_BENCHMARK
     scenarios: str = "builtin"  # builtin | a directory | hf:NAME
     categories: list[str] | None = None  # None = all
-    levels: list[str] | None = Field(None, validate_default=True)  # None = the design's default levels
+    conditions: list[str] | None = Field(None, validate_default=True)  # None = the design's default conditions
     limit: int | None = Field(None, ge=1)  # scenarios per category
-    seeds: int = Field(1, ge=1)  # simulations per (scenario, level)
+    seeds: int = Field(1, ge=1)  # simulations per (scenario, condition)
     seed: int = 0  # the run seed every request seed derives from
     max_rounds: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)  # per-category overrides of the design's limits
     max_tokens: int = Field(200, ge=16)  # per agent turn
@@ -142,9 +146,20 @@ class RunSpec(BaseModel):
         except UnknownBenchmark:
             return None  # reported on the benchmark field
 
-    @field_validator("levels")
+    @model_validator(mode="before")
     @classmethod
-    def _levels(cls, v: list[str] | None, info: ValidationInfo) -> list[str] | None:
+    def _old_names(cls, data: Any) -> Any:
+        """``levels`` (the field's name in specs written before ``conditions``) read as ``conditions``."""
+        if isinstance(data, dict) and OLD_CONDITIONS in data:
+            if data.get("conditions") is not None and data[OLD_CONDITIONS] is not None:
+                raise ValueError(f"'{OLD_CONDITIONS}' is the earlier name of 'conditions': give one of them")
+            data = {**{k: v for k, v in data.items() if k != OLD_CONDITIONS},
+                    "conditions": data.get("conditions") if data.get("conditions") is not None else data[OLD_CONDITIONS]}
+        return data
+
+    @field_validator("conditions")
+    @classmethod
+    def _conditions(cls, v: list[str] | None, info: ValidationInfo) -> list[str] | None:
         d = cls._design(info)
         if d is None:
             return v
@@ -279,8 +294,11 @@ class RunSpec(BaseModel):
         return out
 
     def content_hash(self) -> str:
-        """Hash of what determines the results (``result_fields``)."""
-        return hashlib.sha256(json.dumps(self.result_fields(), sort_keys=True).encode()).hexdigest()[:10]
+        """Hash of what determines the results (``result_fields``), ``conditions`` hashed under its
+        earlier name ``levels`` so that a run keeps the id it had before the rename."""
+        fields = self.result_fields()
+        fields = {(OLD_CONDITIONS if k == "conditions" else k): v for k, v in fields.items()}
+        return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:10]
 
     def differences(self, other: "RunSpec") -> list[str]:
         """``field: other's value → this one's`` for every result field that differs."""
@@ -331,6 +349,8 @@ def parse_spec(data: dict[str, Any], where: str = "flags", prefix: str = "", rec
     ("models.agent" style keys set one nested field); a bad field is a SpecError naming ``where``.
     ``recorded``: a run's own spec.yaml (settings its benchmark no longer declares are kept, unread)."""
     data = dict(data)
+    if OLD_CONDITIONS in data and "conditions" not in data:  # the earlier name, so that a flag overrides it
+        data["conditions"] = data.pop(OLD_CONDITIONS)
     for k, v in overrides.items():
         if v is None:
             continue

@@ -83,7 +83,7 @@ class SimulationView(_Strict):
     scenario: str
     title: str = ""
     category: str
-    level: str
+    condition: str  # its value on the benchmark's condition axis
     seed_index: int = 0
     model: str = ""
     termination: str = ""
@@ -109,7 +109,7 @@ class SimulationView(_Strict):
     def facets(self, **more: Any) -> dict[str, Any]:
         """The list row: what the filters and sort keys read."""
         return {"key": self.key, "run": self.run, "judge": self.judge, "scenario": self.scenario,
-                "title": self.title or self.scenario, "category": self.category, "level": self.level,
+                "title": self.title or self.scenario, "category": self.category, "condition": self.condition,
                 "seed": self.seed_index, "model": self.model, "termination": self.termination,
                 "leaked": self.leaked(), "judge_failed": any(lb.source == "failed" for lb in self.labels),
                 "n_messages": sum(1 for m in self.messages if m.kind == "message"),

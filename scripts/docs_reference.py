@@ -100,7 +100,7 @@ def _axis(d: Any, kind: str) -> Any:
 
 
 def designs() -> str:
-    """Per benchmark: its levels and categories, the defaults a spec file starts from, and what
+    """Per benchmark: its conditions and categories, the defaults a spec file starts from, and what
     `localbench run` with no spec runs instead (the embedded default)."""
     from localbench.registry import design_of, registered
     from localbench.spec import RunSpec
@@ -119,8 +119,8 @@ def designs() -> str:
         out.append(f"### {d.title} (`--benchmark {d.name}`)\n\n"
                    f"| | a spec file (RunSpec defaults) | `localbench run` without `--spec` (embedded default) |\n"
                    f"|---|---|---|\n"
-                   f"| {cond.label.lower()}s (`levels`) | {', '.join(cond.default)} (of {', '.join(cond.values)}) | "
-                   f"{', '.join(emb.get('levels', cond.default))} |\n"
+                   f"| {cond.label.lower()}s (`conditions`) | {', '.join(cond.default)} (of {', '.join(cond.values)}) | "
+                   f"{', '.join(emb.get('conditions', cond.default))} |\n"
                    f"| {cat.label.lower()} (`categories`) | all: {', '.join(cat.values)} | all |\n"
                    f"| scenarios per category (`limit`) | every one | {emb.get('limit', 'every one')} |\n"
                    f"| round limit (`max_rounds`) | {rounds} | {emb_rounds or rounds} |\n"

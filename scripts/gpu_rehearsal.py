@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-DEFAULTS = {"asb": {"levels": "L0,L1,L2"}, "agentleak": {}, "sopri": {}}
+DEFAULTS = {"asb": {"conditions": "L0,L1,L2"}, "agentleak": {}, "sopri": {}}
 
 
 def env(name: str, default: str = "") -> str:
@@ -126,9 +126,9 @@ def main() -> int:
         cmd = [*lb, "simulate", "--benchmark", bench, "--agent", preset, "--engine", engine, "--out", str(out),
                "--run-id", run_id, "--no-progress"]
         scenarios = env(f"LB_REHEARSAL_{bench.upper()}_SCENARIOS")
-        levels = env(f"LB_REHEARSAL_{bench.upper()}_LEVELS", DEFAULTS[bench].get("levels", ""))
+        conditions = env(f"LB_REHEARSAL_{bench.upper()}_CONDITIONS", DEFAULTS[bench].get("conditions", ""))
         cmd += ["--scenarios", scenarios] if scenarios else []
-        cmd += ["--levels", levels] if levels else []
+        cmd += ["--conditions", conditions] if conditions else []
         cmd += ["--limit", limit] if limit else []
         cmd += ["--concurrency", concurrency] if concurrency else []
         cmd += env("LB_REHEARSAL_SIMULATE_ARGS").split()  # the tests' tiny scale: --categories, --max-rounds

@@ -12,7 +12,7 @@ from localbench.benchmarks.asb.scenario import Scenario
 from localbench.benchmarks.asb.simulate import engine_for
 from localbench.runtime.log import LogEntry, check_visibility
 
-REQUIRED = ("key", "scenario", "category", "level", "seed_index", "termination", "rounds", "max_rounds",
+REQUIRED = ("key", "scenario", "category", "condition", "seed_index", "termination", "rounds", "max_rounds",
             "entries", "n_messages", "n_calls", "n_failed_turns", "tokens", "context_cuts", "prompts", "model", "version")
 PAYLOAD = ("mode", "subtype", "engine")  # AgentSocialBench's own fields
 

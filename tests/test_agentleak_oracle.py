@@ -95,7 +95,7 @@ def test_the_simulator_plays_an_oracle_backend_through_the_harness_unit():
     from localbench.serving.client import StructuredClient
     from localbench.spec import load_spec
 
-    spec = load_spec(None, benchmark="agentleak", scenarios="builtin", levels=["multi"], limit=1)
+    spec = load_spec(None, benchmark="agentleak", scenarios="builtin", conditions=["multi"], limit=1)
     sim = AgentLeakSimulator()
     scenarios, _ = sim.load(spec)
     clients = RoleClients({"agent": StructuredClient(OracleBackend("oracle-leaks-C5"), cache=None, max_retries=0)})

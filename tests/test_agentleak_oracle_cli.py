@@ -19,7 +19,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 def _pooled(run, metric: str, level: str) -> dict:
     scores = json.loads((run / "scores.json").read_text())
-    return next(r for r in scores["rows"] if r["metric"] == metric and r["category"] == "ALL" and r["level"] == level
+    return next(r for r in scores["rows"] if r["metric"] == metric and r["category"] == "ALL" and r["condition"] == level
                 and not r.get("group"))
 
 

@@ -71,7 +71,7 @@ def _run(scenario: Scenario, level: str, script=None, **kw) -> tuple[Transcript,
     backend = ScriptedBackend(script or Script(holder, **kw))
     clients = RoleClients({"agent": StructuredClient(backend, cache=None, max_retries=0)})
     system = AgentSystem(scenario, Setting.parse(level), clients, Settings(max_rounds=6), key=f"{scenario.id}|{level}|0",
-                         level=level)
+                         condition=level)
     holder.append(system)
     if isinstance(script, Script):
         script.holder.append(system)
@@ -249,7 +249,7 @@ def _cli(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
 
 def test_a_run_on_the_tiny_model_end_to_end(tmp_path, tiny_dir):
     _cli("run", "--benchmark", "agentleak", "--agent", "tiny-random", "--limit", "1", "--max-rounds", "3",
-         "--levels", "single,multi+interceptor", "--out", str(tmp_path), "--run-id", "t", "--no-progress")
+         "--conditions", "single,multi+interceptor", "--out", str(tmp_path), "--run-id", "t", "--no-progress")
     run = tmp_path / "t"
     scores = json.loads((run / "scores.json").read_text())
     assert scores["benchmark"] == "agentleak"
@@ -291,7 +291,7 @@ def test_kill_9_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path, tiny_
 def test_a_run_with_smollm2(tmp_path, smollm2_dir):
     # the smallest run that still crosses every stage with the real model: one single-agent trace, two rounds
     _cli("run", "--benchmark", "agentleak", "--agent", "smollm2-135m", "--categories", "healthcare", "--limit", "1",
-         "--levels", "single", "--max-rounds", "2", "--out", str(tmp_path), "--run-id", "s", "--no-progress")
+         "--conditions", "single", "--max-rounds", "2", "--out", str(tmp_path), "--run-id", "s", "--no-progress")
     run = tmp_path / "s"
     [t] = [json.loads(x) for x in (run / "transcripts.jsonl").read_text().splitlines()]
     assert t["error"] is None and t["n_calls"] >= 1

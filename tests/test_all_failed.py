@@ -22,7 +22,7 @@ def _cli(pre: str, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_every_simulation_failed_exits_1_with_the_count_and_the_first_error(tmp_path, tiny_dir):
-    args = ["--agent", "tiny-random", "--engine", "hf", "--limit", "1", "--categories", "CD,MC", "--levels", "L0",
+    args = ["--agent", "tiny-random", "--engine", "hf", "--limit", "1", "--categories", "CD,MC", "--conditions", "L0",
             "--out", str(tmp_path), "--no-progress"]
     for command in ("simulate", "run"):
         r = _cli(PLAY_RAISES, command, *args)
@@ -36,6 +36,6 @@ def test_one_good_simulation_is_enough_for_exit_0(tmp_path, tiny_dir):
     pre = PLAY_RAISES.replace("raise ValueError", "if unit.category == 'MC': return await _play(self, unit, clients, spec)\n    raise ValueError")
     pre = pre.replace("async def play", "_play = AsbSimulator.play\nasync def play")
     r = _cli(pre, "simulate", "--agent", "tiny-random", "--engine", "hf", "--limit", "1", "--categories", "CD,MC",
-             "--levels", "L0", "--max-rounds", "1", "--max-tokens", "16", "--out", str(tmp_path), "--no-progress")
+             "--conditions", "L0", "--max-rounds", "1", "--max-tokens", "16", "--out", str(tmp_path), "--no-progress")
     assert r.returncode == 0, r.stderr[-3000:]
     assert "1 with errors" in r.stdout

@@ -26,7 +26,7 @@ def _run_cli(*args, env=None, timeout=900):
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory, tiny_dir):
     out = tmp_path_factory.mktemp("runs")
-    r = _run_cli("run", "--agent", "tiny-random", "--engine", "hf", "--categories", CATS, "--levels", "L0,L1,L2",
+    r = _run_cli("run", "--agent", "tiny-random", "--engine", "hf", "--categories", CATS, "--conditions", "L0,L1,L2",
                  "--limit", "1", "--max-rounds", "2", "--max-tokens", "200", "--out", str(out), "--run-id", "tiny")
     assert r.returncode == 0, r.stderr[-3000:]  # 200-token turns: what `simulate` without --spec uses too
     return out / "tiny"
@@ -65,11 +65,11 @@ def test_every_item_labelled_and_judgments_schema_valid(tiny_run):
 
 def test_scores_cover_every_category_and_level(tiny_run):
     scores = json.loads((tiny_run / "scores.json").read_text())
-    seen = {(r["metric"], r["category"], r["level"]) for r in scores["rows"]}
+    seen = {(r["metric"], r["category"], r["condition"]) for r in scores["rows"]}
     for cat, metric in HEADLINE.items():
         for lv in ("L0", "L1", "L2"):
             assert (metric, cat, lv) in seen or any(
-                r["metric"] == metric and r["category"] == cat and r["level"] == lv and r["n_failed"] for r in scores["rows"])
+                r["metric"] == metric and r["category"] == cat and r["condition"] == lv and r["n_failed"] for r in scores["rows"])
     for r in scores["rows"]:
         # a metric undefined in every scenario (IAS when no message touched private information)
         # keeps a row with n = 0 and no value; a headline leak rate always has data or failures
@@ -126,7 +126,7 @@ async def test_judges_are_template_blind(tiny_run, tmp_path):
 
 def test_resume_makes_no_new_calls(tiny_run):
     before = _jsonl(tiny_run / "judgments.jsonl")
-    r = _run_cli("run", "--agent", "tiny-random", "--engine", "hf", "--categories", CATS, "--levels", "L0,L1,L2",
+    r = _run_cli("run", "--agent", "tiny-random", "--engine", "hf", "--categories", CATS, "--conditions", "L0,L1,L2",
                  "--limit", "1", "--max-rounds", "2", "--max-tokens", "200", "--out", str(tiny_run.parent), "--run-id", "tiny")
     assert r.returncode == 0, r.stderr[-2000:]
     after = _jsonl(tiny_run / "judgments.jsonl")
@@ -185,7 +185,7 @@ def test_a_run_keeps_to_one_judge_model(tiny_run, tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     doc = yaml.safe_load((run / "spec.yaml").read_text())
     assert doc["judge"]["model"] == by_path and doc["spec"]["models"]["judge"] is None  # the run's spec is kept
-    r = _run_cli("simulate", "--agent", "tiny-random", "--engine", "hf", "--categories", CATS, "--levels",
+    r = _run_cli("simulate", "--agent", "tiny-random", "--engine", "hf", "--categories", CATS, "--conditions",
                  "L0,L1,L2", "--limit", "1", "--max-rounds", "2", "--out", str(tmp_path), "--run-id", "tiny")
     assert r.returncode == 0 and "21 already done" in r.stdout, r.stderr[-2000:]  # still resumes
     doc["judge"]["rubrics"]["asb/task.j2"] = "an-older-rubric"  # as if the rubric had been edited since
@@ -201,7 +201,7 @@ def test_a_judge_chosen_for_the_judge_stage_labels_and_resumes_the_run(tiny_dir,
     from localbench.rejudge import LoadedRun, run_judgments
     from localbench.serving.presets import presets_dir
 
-    flags = ["--agent", "tiny-random", "--engine", "hf", "--categories", "MC", "--levels", "L0", "--limit", "1",
+    flags = ["--agent", "tiny-random", "--engine", "hf", "--categories", "MC", "--conditions", "L0", "--limit", "1",
              "--max-rounds", "2", "--max-tokens", "200", "--out", str(tmp_path), "--run-id", "tiny"]
     r = _run_cli("simulate", *flags)  # `run` alone would take the embedded default's 160-token turns
     assert r.returncode == 0, r.stderr[-2000:]
@@ -229,7 +229,7 @@ def test_run_stops_after_simulate_when_the_engine_is_dead(tmp_path):
         port = sock.getsockname()[1]
     url = f"http://127.0.0.1:{port}/v1"
     r = _run_cli("run", "--agent", "tiny-random", "--engine", "openai", "--base-url", url, "--categories", "CD",
-                 "--levels", "L0", "--limit", "1", "--out", str(tmp_path), "--run-id", "dead", timeout=300)
+                 "--conditions", "L0", "--limit", "1", "--out", str(tmp_path), "--run-id", "dead", timeout=300)
     assert r.returncode != 0
     assert "stopped by engine errors" in r.stderr and url in r.stderr, r.stderr[-2000:]
     assert "Traceback" not in r.stderr
@@ -239,7 +239,7 @@ def test_run_stops_after_simulate_when_the_engine_is_dead(tmp_path):
 @pytest.mark.slow
 def test_run_end_to_end_with_smollm2(tmp_path, smollm2_dir):
     """The real packaged model through every stage: schema-valid or recorded-failed, report written."""
-    r = _run_cli("run", "--agent", "smollm2-135m", "--engine", "hf", "--categories", "CD", "--levels", "L0",
+    r = _run_cli("run", "--agent", "smollm2-135m", "--engine", "hf", "--categories", "CD", "--conditions", "L0",
                  "--limit", "1", "--max-rounds", "2", "--out", str(tmp_path), "--run-id", "smol")
     assert r.returncode == 0, r.stderr[-3000:]
     run = tmp_path / "smol"

@@ -155,7 +155,7 @@ def test_resuming_a_run_made_with_other_settings_is_refused(suite, tmp_path):
     before = (tmp_path / "r" / "transcripts.jsonl").read_text()
     moved = load_spec(None, out=str(tmp_path), levels=["L0"], **{"serving.base_url": "http://other:8001/v1",
                                                                   "serving.max_concurrency": 3})
-    assert moved.content_hash() == load_spec(None, levels=["L0"]).content_hash()
+    assert moved.content_hash() == load_spec(None, conditions=["L0"]).content_hash()
     asyncio.run(simulate_scenarios(spec.model_copy(update={"serving": moved.serving}), scenarios, fake_clients(),
                                    progress=False))
     edited = [scenarios[0].model_copy(update={"task": scenarios[0].task + " (edited)"})]
@@ -300,7 +300,7 @@ def test_scheduler_bounds_live_simulations(capsys):
 
 
 def test_plan_keys_levels_seeds_and_shards(suite):
-    spec = load_spec(None, levels=["L0", "explicit"], seeds=2)
+    spec = load_spec(None, conditions=["L0", "explicit"], seeds=2)
     tasks = plan(spec, suite[:3])
     assert len(tasks) == 3 * 2 * 2 and len({t.key for t in tasks}) == 12
     assert {t.key.split("|")[1] for t in tasks} == {"L0", "L1"}

@@ -57,7 +57,7 @@ def test_help_works_without_engines():
     assert r.returncode == 0 and "generate" in r.stdout and "models" in r.stdout
 
 
-@pytest.mark.parametrize("field,value", [("models", "[1, 2]"), ("levels", "[]")])
+@pytest.mark.parametrize("field,value", [("models", "[1, 2]"), ("conditions", "[]")])
 def test_bad_spec_names_file_and_field(tmp_path, field, value):
     from localbench.spec import SpecError, load_spec
 
@@ -111,7 +111,7 @@ def test_a_judge_that_cannot_run_here_is_refused_before_any_simulation(tmp_path)
 
     if cuda_available():
         pytest.skip("this machine has a GPU, so the preset can run")
-    r = _run("run", "--agent", "tiny-random", "--judge", str(judge), "--categories", "CD", "--levels", "L0",
+    r = _run("run", "--agent", "tiny-random", "--judge", str(judge), "--categories", "CD", "--conditions", "L0",
              "--out", str(tmp_path / "runs"))
     assert r.returncode == 2, r.stderr
     assert "judge model" in r.stderr and "needs a CUDA GPU" in r.stderr and "Traceback" not in r.stderr
@@ -132,8 +132,8 @@ def test_hub_weights_missing_from_the_cache_are_one_line_at_once(tmp_path, monke
     assert materialize(load_preset("hub", tmp_path)) == "nobody/not-cached"
 
 
-def test_run_help_names_every_sopri_attacker_and_true_level_defaults():
-    """`run --help` documents --attackers and every SopriBench attacker (issue 30), and what --levels
+def test_run_help_names_every_sopri_attacker_and_true_condition_defaults():
+    """`run --help` documents --attackers and every SopriBench attacker (issue 30), and what --conditions
     defaults to: each benchmark's embedded default as the design declares it (issue 35)."""
     from localbench.benchmarks.sopri.attack import ABLATIONS, ATTACKER_ORDER, DEFENSES
     from localbench.registry import design_of
@@ -149,6 +149,6 @@ def test_run_help_names_every_sopri_attacker_and_true_level_defaults():
     assert "abductive-no-PART (ablations; PART: " + ", ".join(ABLATIONS) + ")" in text
     assert all(f"+{d}" in text for d in DEFENSES)
     for bench in ("asb", "agentleak", "sopri"):
-        levels = ",".join(design_of(bench).embedded_default["levels"])
-        assert f"{bench}: {levels}" in text, (bench, levels)
-    assert "lists every level" in text
+        conditions = ",".join(design_of(bench).embedded_default["conditions"])
+        assert f"{bench}: {conditions}" in text, (bench, conditions)
+    assert "lists every condition" in text

@@ -36,8 +36,8 @@ def test_an_example_parses_resolves_and_plans(path):
     sim.check(spec)
     scenarios, _ = sim.load(spec)
     units = sim.plan(spec, scenarios)
-    assert scenarios and len(units) == len(scenarios) * len(spec.levels) * spec.seeds, path.name
-    assert {u.key.split("|")[1] for u in units} == set(spec.levels)
+    assert scenarios and len(units) == len(scenarios) * len(spec.conditions) * spec.seeds, path.name
+    assert {u.key.split("|")[1] for u in units} == set(spec.conditions)
 
 
 def _commands(text: str) -> list[list[str]]:

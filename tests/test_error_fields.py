@@ -19,7 +19,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("args,says", [
-    (["--levels", "L9"], "error: field 'levels': unknown privacy level 'L9'"),
+    (["--conditions", "L9"], "error: field 'conditions': unknown privacy level 'L9'"),
     (["--categories", "ZZ"], "error: field 'categories': unknown category 'ZZ'"),
     (["--benchmark", "agentleak", "--categories", "zz"], "error: field 'categories': unknown vertical 'zz'"),
 ])

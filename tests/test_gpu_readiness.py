@@ -424,7 +424,7 @@ class _CountingSimulator:
         self.peak = max(self.peak, self.live)
         await asyncio.sleep(0.05)
         self.live -= 1
-        return Transcript(key=unit.key, scenario=unit.scenario, category=unit.category, level=unit.level,
+        return Transcript(key=unit.key, scenario=unit.scenario, category=unit.category, condition=unit.condition,
                           termination="done")
 
 

@@ -231,7 +231,7 @@ def test_a_run_stopped_by_a_full_disk_resumes_to_the_same_transcripts(tmp_path, 
     """OSError 28 at the 2nd transcript: one line naming the file, exit 3, the first record kept whole;
     the rerun runs only the rest, and the transcripts equal an uninterrupted run's."""
     args = ["simulate", "--agent", "tiny-random", "--engine", "hf", "--limit", "1", "--categories", "CD,MC",
-            "--levels", "L0", "--max-tokens", "24", "--max-rounds", "1", "--no-progress"]
+            "--conditions", "L0", "--max-tokens", "24", "--max-rounds", "1", "--no-progress"]
     r = cli(*args, "--out", str(tmp_path / "a"), "--run-id", "r", pre=FAULT)
     run = tmp_path / "a" / "r"
     assert r.returncode == EXIT_CANNOT_WRITE, r.stderr[-3000:]
@@ -303,7 +303,7 @@ def test_the_exit_status_table_matches_the_code():
 
 def test_a_dead_server_exits_1_as_the_docs_say(tmp_path):
     r = cli("run", "--base-url", "http://127.0.0.1:9/v1", "--agent", "tiny-random", "--judge", "tiny-random",
-            "--limit", "1", "--categories", "CD", "--levels", "L0", "--out", str(tmp_path), "--no-progress")
+            "--limit", "1", "--categories", "CD", "--conditions", "L0", "--out", str(tmp_path), "--no-progress")
     assert r.returncode == EXIT_INCOMPLETE, r.stderr[-2000:]
     assert "cannot reach the OpenAI-compatible server at http://127.0.0.1:9/v1" in one_error_line(r)
 
@@ -337,7 +337,7 @@ def test_a_full_disk_in_the_cache_mid_run_records_no_failed_simulation_and_resum
     """The simulation whose call could not be cached is not written as failed (it was not its
     fault): the command says which file, exits 3, and the rerun runs it."""
     args = ["simulate", "--agent", "tiny-random", "--engine", "hf", "--limit", "1", "--categories", "CD,MC",
-            "--levels", "L0", "--max-tokens", "24", "--max-rounds", "2", "--concurrency", "1", "--no-progress",
+            "--conditions", "L0", "--max-tokens", "24", "--max-rounds", "2", "--concurrency", "1", "--no-progress",
             "--out", str(tmp_path), "--run-id", "r"]
     r = cli(*args, pre=CACHE_FULL)
     run = tmp_path / "r"

@@ -40,7 +40,7 @@ def test_a_tiny_random_run_scored_with_its_judges_eval_warns_of_the_cheater_floo
     rel = json.loads((ev / "reliability.json").read_text())
     assert rel["judges"][0]["gold"]["binary_kappa"] and rel["floors"]
     run = tmp_path / "runs" / "tiny"
-    _invoke("run", "--agent", "tiny-random", "--engine", "hf", "--categories", "CD", "--levels", "L0", "--limit", "1",
+    _invoke("run", "--agent", "tiny-random", "--engine", "hf", "--categories", "CD", "--conditions", "L0", "--limit", "1",
             "--max-rounds", "1", "--out", str(run.parent), "--run-id", "tiny", "--no-progress")
     assert "not above the best cheater" not in (run / "report.md").read_text()  # no eval given: no floor warning
     _invoke("report", str(run), "--judge-eval", str(ev))  # shown in the report, scores.json left as it was

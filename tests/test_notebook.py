@@ -33,7 +33,7 @@ def test_notebook_runs_on_a_run_dir(tmp_path, monkeypatch):
     markdown = "\n".join(d.get("text/markdown", "") for d in data)
     pngs = [d["image/png"] for d in data if "image/png" in d]
     assert f"Run `{run.name}`" in markdown  # it read the run named by the env var, not the default
-    for title in ("Headline metrics by model at level L0", "Headline metrics by model at level L2",
+    for title in ("Headline metrics by model at privacy level L0", "Headline metrics by model at privacy level L2",
                   "Privacy ladder", "Full and partial leakage", "Paired comparisons"):
         assert title in markdown, title
     assert all(m in markdown for m in MODELS)

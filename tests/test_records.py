@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from localbench.errors import UserError
+from localbench.scores import SCORES_VERSION
 from localbench.runlog import (RECORD_VERSION, Judgment, RecordStore, RecordVersionError, ScenarioScore,
                                 Transcript, read_records)
 
@@ -32,7 +33,7 @@ def _lines(path: Path) -> list[dict]:
 
 def test_version_1_records_read_with_their_own_fields_in_the_payload():
     [t, *_] = read_records(RECORDED / "transcripts.jsonl", Transcript)
-    assert t.version == 1 and t.category == "CD" and t.level == "L0" and t.entries[0].kind
+    assert t.version == 1 and t.category == "CD" and t.condition == "L0" and t.entries[0].kind
     assert t.payload == {"subtype": "health_finance", "mode": "unconstrained", "engine": "dyadic"}
     judgments = read_records(RECORDED / "judgments.jsonl", Judgment)
     assert {j.judge for j in judgments} == {"privacy", "privacy_pairs", "abstraction", "task", "behaviour"}
@@ -65,9 +66,12 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def _same_scores(path: Path) -> None:
-    """The recorded scores.json's rows and comparisons, exactly (every number as recorded), plus the
-    judge warnings this recorded judge earns; nothing else may differ."""
+    """The recorded scores.json's rows and comparisons, exactly (every number as recorded; version 1's
+    ``level`` now ``condition``), plus the judge warnings this recorded judge earns; nothing else may differ."""
     new, old = json.loads(path.read_text()), json.loads((RECORDED / "scores.json").read_text())
+    assert (old["version"], new["version"]) == (1, SCORES_VERSION) and all("level" in r for r in old["rows"])
+    old["version"] = SCORES_VERSION
+    old["rows"] = [{("condition" if k == "level" else k): v for k, v in r.items()} for r in old["rows"]]
     warnings = new.pop("judge_warnings")
     assert {c.pop("test") for c in new["comparisons"]} == {"sign-flip"}  # a field added since: the same test
     assert new == old
@@ -89,7 +93,7 @@ def test_a_recorded_run_scores_to_the_same_numbers_and_renders(tmp_path):
         assert (new["metrics"], new["failed"], new["unscored"], new["group"]) == (
             was["metrics"], was["failed"], was["unscored"], was["domain_pair"])
     html = (run / "report.html").read_text()
-    assert "AgentSocialBench report" in html and "Headline metrics by model at level L2" in html
+    assert "AgentSocialBench report" in html and "Headline metrics by model at privacy level L2" in html
 
 
 def test_rerunning_the_embedded_default_resumes_a_recorded_run(tmp_path, smollm2_dir):

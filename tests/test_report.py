@@ -47,10 +47,10 @@ def rendered(tmp_path_factory):
     return run, build_report(run)
 
 
-def _row(metric, model, level, category, mean, n=10, n_failed=0, hib=False, width=0.1):
+def _row(metric, model, condition, category, mean, n=10, n_failed=0, hib=False, width=0.1):
     lo = None if mean is None else mean - width / 2
     hi = None if mean is None else mean + width / 2
-    return ScoreRow(metric=metric, model=model, judge="j", level=level, category=category, mean=mean, ci_low=lo,
+    return ScoreRow(metric=metric, model=model, judge="j", condition=condition, category=category, mean=mean, ci_low=lo,
                     ci_high=hi, n=n if mean is not None else 0, n_failed=n_failed, higher_is_better=hib)
 
 
@@ -119,7 +119,7 @@ def test_csv_holds_the_numbers_of_scores_json(rendered):
     rows = list(csv.DictReader(io.StringIO((run / "tables" / "table2_main_L0.csv").read_text())))
     assert [r["Model"] for r in rows] == sorted(MODELS)  # the score stage sorts models
     for r in rows:
-        ref = scores.get("CDLR", model=r["Model"], level="L0", category="CD", group="")[0]
+        ref = scores.get("CDLR", model=r["Model"], condition="L0", category="CD", group="")[0]
         assert float(r["CDLR"]) == pytest.approx(ref.mean) and float(r["CDLR_low"]) == pytest.approx(ref.ci_low)
         assert int(r["CDLR_n"]) == ref.n and int(r["CDLR_n_failed"]) == ref.n_failed
 
@@ -225,7 +225,7 @@ def test_several_judges_get_their_own_rows(tmp_path):
     assert t.label_headers == ["Model", "Judge"]
     assert sorted(tuple(r.labels) for r in t.rows) == sorted((m, j) for m in MODELS[:2] for j in ("judge-a", "judge-b"))
     for r in t.rows:  # each row reads its own judge's value
-        ref = run.scores.get("CDLR", model=r.labels[0], judge=r.labels[1], level="L0", category="CD", group="")[0]
+        ref = run.scores.get("CDLR", model=r.labels[0], judge=r.labels[1], condition="L0", category="CD", group="")[0]
         assert r.cells[0].mean == ref.mean
     assert "| Model | Judge | Level |" in ladder_table(run).to_markdown()
     notes = [f.note or "" for f in build_figures(run) if f.ok]

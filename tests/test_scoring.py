@@ -22,9 +22,9 @@ def _design(test: str) -> Design:
 
 def _records(x: list[int], y: list[int]) -> list[ScenarioScore]:
     out = []
-    for level, values in (("x", x), ("y", y)):
+    for condition, values in (("x", x), ("y", y)):
         for i, v in enumerate(values):
-            out.append(ScenarioScore(key=f"s{i}|{level}|0", scenario=f"s{i}", category="a", level=level, model="m",
+            out.append(ScenarioScore(key=f"s{i}|{condition}|0", scenario=f"s{i}", category="a", condition=condition, model="m",
                                      judge="j", metrics={"LEAK": float(v), "SCORE": v * 0.5}))
     return out
 
@@ -33,10 +33,10 @@ def test_a_proportion_gets_wilson_over_simulations_and_mcnemar_on_the_pairs():
     x = [1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1]
     y = [0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 1, 1]
     scores = aggregate(_records(x, y), _design("mcnemar"), "r", "j")
-    row = scores.get("LEAK", level="x", category="a")[0]
+    row = scores.get("LEAK", condition="x", category="a")[0]
     low, high = proportion_confint(9, 12, method="wilson")
     assert (row.mean, row.n) == (9 / 12, 12) and row.ci_low == pytest.approx(low) and row.ci_high == pytest.approx(high)
-    boot = scores.get("SCORE", level="x", category="a")[0]
+    boot = scores.get("SCORE", condition="x", category="a")[0]
     assert boot.ci_low != pytest.approx(low)  # the other metric keeps the bootstrap
     [comp] = [c for c in scores.comparisons if c.metric == "LEAK"]
     b, c = 6, 1  # x only: s0..s5 (s6, s10, s11 leak in both); y only: s8

@@ -139,7 +139,7 @@ def test_the_timeouts_are_spec_fields_and_flags_and_not_part_of_the_run_id():
 def test_an_accept_only_server_is_named_within_60_s_by_default_in_one_line(accept_only, tmp_path, tiny_dir):
     t0 = time.monotonic()
     r = subprocess.run([sys.executable, "-m", "localbench.cli", "run", "--agent", "tiny-random", "--engine",
-                        "openai", "--base-url", accept_only, "--limit", "1", "--categories", "CD", "--levels", "L0",
+                        "openai", "--base-url", accept_only, "--limit", "1", "--categories", "CD", "--conditions", "L0",
                         "--out", str(tmp_path), "--no-progress"],
                        capture_output=True, text=True, timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     took = time.monotonic() - t0

@@ -29,7 +29,7 @@ ANSWER = {"pets": {"value": "a dog named Biscuit", "posts": ["p1"], "evidence": 
 
 
 def spec_for(tmp_path, levels, **extra):
-    return load_spec(None, benchmark="sopri", levels=levels, out=str(tmp_path), run_id="r",
+    return load_spec(None, benchmark="sopri", conditions=levels, out=str(tmp_path), run_id="r",
                      max_rounds={"synthetic": extra.pop("max_rounds", 4)},
                      extra={"max_inferences": 3, "answer_tokens": 320, **extra})
 
@@ -223,9 +223,9 @@ def test_a_vlm_gets_pixels_and_a_text_model_gets_ocr_text(user, tmp_path):
     assert "ELMWOOD STATION" in last[0]["text"] and t3.payload["image_input"] == "pixels"
 
 
-def test_simulator_refuses_unknown_conditions_naming_levels(tmp_path):
+def test_simulator_refuses_unknown_conditions_naming_the_field(tmp_path):
     sim = SopriSimulator()
-    with pytest.raises(SpecError, match="field 'levels'.*unknown attacker 'sage'"):
+    with pytest.raises(SpecError, match="field 'conditions'.*unknown attacker 'sage'"):
         sim.check(spec_for(tmp_path, ["single", "sage"]))
     with pytest.raises(SpecError, match="extra.route_budget"):
         sim.check(spec_for(tmp_path, ["single"], route_budget=-1))
@@ -250,7 +250,7 @@ def test_images_are_read_before_the_simulations_start_and_once_across_runs(user,
 
     def run(run_id: str, levels: list[str]) -> tuple[Watching, object]:
         sim = Watching()
-        spec = load_spec(None, benchmark="sopri", levels=levels, out=str(tmp_path), run_id=run_id,
+        spec = load_spec(None, benchmark="sopri", conditions=levels, out=str(tmp_path), run_id=run_id,
                          extra={"max_inferences": 3, "answer_tokens": 320})
         backend = ScriptedBackend(lambda req: (json.dumps(ANSWER if "aggregate" in req.tag
                                                           else {"disclosures": []} if "disclosures" in json.dumps(
@@ -314,13 +314,13 @@ def test_every_attacker_end_to_end_on_the_tiny_model(user, tiny_backend, tmp_pat
     summary = asyncio.run(simulate_scenarios(spec, SopriSimulator(), [user], clients_for(tiny_backend, 1),
                                              tmp_path / "run", progress=False))
     recs = _check_transcripts(tmp_path / "run", user)
-    assert summary.errors == 0 and sorted(r["level"] for r in recs) == sorted(levels)
+    assert summary.errors == 0 and sorted(r["condition"] for r in recs) == sorted(levels)
     # grammar-constrained nonsense is still valid: a broken decoding path would fail every call
     assert sum(r["payload"]["answered"] for r in recs) >= 3
-    by = {r["level"]: r for r in recs}
+    by = {r["condition"]: r for r in recs}
     assert by["post"]["n_calls"] == by["selfdisc"]["n_calls"] == 4  # three posts, one aggregation
     assert by["single"]["n_calls"] <= 3 and by["text"]["n_calls"] == 1
-    assert all(r["payload"]["image_input"] == ("none" if r["level"] == "text" else "ocr-text") for r in recs)
+    assert all(r["payload"]["image_input"] == ("none" if r["condition"] == "text" else "ocr-text") for r in recs)
     spec_yaml = (tmp_path / "run" / "spec.yaml").read_text()
     assert "tesseract" in spec_yaml and "prompt_set" in spec_yaml
 

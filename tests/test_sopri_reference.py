@@ -118,7 +118,7 @@ def _pes(run_dir) -> dict[str, float | None]:
     for r in rows:
         v = (r.get("metrics") or {}).get("PES")
         if v is not None:
-            out.setdefault(r["level"], []).append(v)
+            out.setdefault(r["condition"], []).append(v)
     return {k: sum(v) / len(v) for k, v in out.items()}
 
 
@@ -144,7 +144,7 @@ def test_oracle_none_and_majority_through_the_real_run(tmp_path):
     scores = [json.loads(x) for x in (run / "scenario_scores.jsonl").read_text().splitlines() if x.strip()]
     pes: dict[str, list[float]] = {}
     for s in scores:
-        pes.setdefault(s["level"], []).append(s["metrics"]["PES"])
+        pes.setdefault(s["condition"], []).append(s["metrics"]["PES"])
     assert len(pes["oracle"]) == 2 and all(v == 1.0 for v in pes["oracle"]), pes
     assert all(v == 0.0 for v in pes["none"]), pes
     assert all(0.0 <= v < 1.0 for v in pes["majority"]), pes

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from localbench.runlog import RECORD_VERSION
+
 TESTS = Path(__file__).resolve().parent
 pytestmark = pytest.mark.usefixtures("toy_registered")  # its entry point installed (tests/conftest.py)
 
@@ -38,7 +40,7 @@ def test_the_spec_and_flags_take_their_meaning_from_the_design(tmp_path):
     from localbench.spec import RunSpec, SpecError, load_spec
 
     spec = RunSpec(benchmark="toy")
-    assert spec.levels == ["open", "careful"]  # the toy's default tones, not a privacy ladder
+    assert spec.conditions == ["open", "careful"]  # the toy's default tones, not a privacy ladder
     assert spec.models == {"teller": "smollm2-135m", "grader": None}
     assert spec.with_model("teller", "tiny-random").judge_model == "tiny-random"  # the grader defaults to the teller
     assert spec.max_rounds_for("trip") == 2
@@ -47,10 +49,10 @@ def test_the_spec_and_flags_take_their_meaning_from_the_design(tmp_path):
     with pytest.raises(SpecError, match="'CD' is not a topic of Toy secret-keeping"):
         load_spec(None, benchmark="toy", max_rounds={"CD": 3})
     with pytest.raises(SpecError, match="at least one tone is required"):
-        load_spec(None, benchmark="toy", levels=[])
+        load_spec(None, benchmark="toy", conditions=[])
     flags = spec_from_flags(None, benchmark="toy", agent="tiny-random", judge="tiny-b", max_rounds=3, embedded=True)
     assert flags.models == {"teller": "tiny-random", "grader": "tiny-b"}
-    assert flags.max_rounds == {"gift": 3, "trip": 3} and flags.levels == ["open", "careful"]
+    assert flags.max_rounds == {"gift": 3, "trip": 3} and flags.conditions == ["open", "careful"]
     assert spec_from_flags(None, benchmark="toy", model=["grader=tiny-b"]).judge_model == "tiny-b"
     with pytest.raises(UserError, match="expected ROLE=PRESET"):
         spec_from_flags(None, benchmark="toy", model=["grader"])
@@ -63,12 +65,12 @@ def test_run_then_each_stage_alone_give_the_same_scores(tmp_path, tiny_dir):
     whole = tmp_path / "whole"
     scores = json.loads((whole / "scores.json").read_text())
     assert scores["benchmark"] == "toy"
-    assert {(r["metric"], r["level"]) for r in scores["rows"] if r["category"] == "gift"} == {
+    assert {(r["metric"], r["condition"]) for r in scores["rows"] if r["category"] == "gift"} == {
         ("SLR", "open"), ("SLR", "careful"), ("CHEER", "open"), ("CHEER", "careful")}
     assert {r["metric"]: r["higher_is_better"] for r in scores["rows"]} == {"SLR": False, "CHEER": True}
     assert {(c["metric"], c["a"], c["b"]) for c in scores["comparisons"]} == {("SLR", "open", "careful")}
     transcripts = jsonl(whole / "transcripts.jsonl")
-    assert len(transcripts) == 8 and all(t["version"] == 2 and t["payload"]["friend"] for t in transcripts)
+    assert len(transcripts) == 8 and all(t["version"] == RECORD_VERSION and t["payload"]["friend"] for t in transcripts)
     judgments = jsonl(whole / "judgments.jsonl")
     assert {j["judge"] for j in judgments} == {"secret"} and all(j["failure"] is None for j in judgments)
     doc = yaml.safe_load((whole / "spec.yaml").read_text())
@@ -135,7 +137,7 @@ def _the_viewer_shows_a_toy_simulation(run: Path) -> None:
 
 def test_rejudge_gold_eval_data_check_and_slurm(tmp_path, tiny_dir):
     cli("run", "--benchmark", "toy", "--agent", "tiny-random", "--out", str(tmp_path), "--run-id", "r",
-        "--categories", "gift", "--levels", "careful", "--no-progress")
+        "--categories", "gift", "--conditions", "careful", "--no-progress")
     run = tmp_path / "r"
     cli("judges", "rejudge", str(run), "--judges", "tiny-random")
     rj = run / "judges" / "tiny-random"

@@ -89,7 +89,7 @@ def test_a_report_cell_opens_the_simulations_behind_it(run):
         assert box is not None and box["y"] + box["height"] < 900
         assert "14 simulations" in pg.text_content("#what-ran")
         cell = pg.locator("#tab-headline a.cell").first  # CDLR of smollm2-135m at L0
-        assert "category=CD" in cell.get_attribute("href") and "level=L0" in cell.get_attribute("href")
+        assert "category=CD" in cell.get_attribute("href") and "condition=L0" in cell.get_attribute("href")
         cell.click()
         pg.wait_for_selector("#list")
         assert pg.text_content("#count").startswith("1 of 14 simulations shown")

@@ -87,7 +87,7 @@ def register(app: typer.Typer) -> None:
 
     @data_app.command("design")
     def design(benchmark: str = typer.Option(DEFAULT_BENCHMARK, "--benchmark", help="the benchmark to describe")) -> None:
-        """What a benchmark declares: its axes (levels, categories), roles, metrics, settings and defaults."""
+        """What a benchmark declares: its axes (conditions, categories), roles, metrics, settings and defaults."""
         from rich.console import Console
         from rich.table import Table
 
@@ -101,7 +101,7 @@ def register(app: typer.Typer) -> None:
         con = Console(soft_wrap=True)
         con.print(f"[bold]{d.title}[/] ({d.name})")
         for axis in d.axes:
-            flag = "--levels" if axis.kind == "condition" else "--categories"
+            flag = "--conditions" if axis.kind == "condition" else "--categories"
             flag += f" or --{axis.flag}" if axis.flag else ""
             default = f"; default {', '.join(axis.default)}" if axis.default else ""
             con.print(f"{axis.label} ({flag}): {', '.join(axis.values)}{default}", highlight=False)

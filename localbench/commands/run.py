@@ -12,13 +12,13 @@ def register(app: typer.Typer) -> None:
     @app.command("run")
     @F.takes_condition_flags
     def run(spec_file: F.SpecFile = None, benchmark: F.Benchmark = None, scenarios: F.Scenarios = None,
-            categories: F.Categories = None, levels: F.Levels = None, agent: F.Agent = None, judge: F.Judge = None,
-            model: F.Model = None, engine: F.Engine = None, base_url: F.BaseUrl = None, limit: F.Limit = None,
-            seeds: F.Seeds = None, seed: F.Seed = None, max_rounds: F.MaxRounds = None,
+            categories: F.Categories = None, conditions: F.Conditions = None, agent: F.Agent = None,
+            judge: F.Judge = None, model: F.Model = None, engine: F.Engine = None, base_url: F.BaseUrl = None,
+            limit: F.Limit = None, seeds: F.Seeds = None, seed: F.Seed = None, max_rounds: F.MaxRounds = None,
             max_tokens: F.MaxTokens = None, out: F.Out = None, run_id: F.RunId = None, no_cache: F.NoCache = False,
             concurrency: F.Concurrency = None, progress: F.ShowProgress = None,
             request_timeout: F.RequestTimeout = None, first_byte_timeout: F.FirstByteTimeout = None,
-            judge_eval: F.JudgeEval = None, conditions: dict[str, str] | None = None) -> None:
+            judge_eval: F.JudgeEval = None, named_conditions: dict[str, str] | None = None) -> None:
         """Run a benchmark end to end. With no arguments: the embedded default on CPU (about 5 minutes).
 
         Without --spec, flags change the benchmark's embedded default one field at a time; with

@@ -14,21 +14,22 @@ def register(app: typer.Typer) -> None:
     @app.command("simulate")
     @F.takes_condition_flags
     def simulate(spec_file: F.SpecFile = None, benchmark: F.Benchmark = None, scenarios: F.Scenarios = None,
-                 categories: F.Categories = None, levels: F.Levels = None, agent: F.Agent = None,
+                 categories: F.Categories = None, conditions: F.Conditions = None, agent: F.Agent = None,
                  model: F.Model = None, engine: F.Engine = None, base_url: F.BaseUrl = None,
                  limit: F.Limit = None, seeds: F.Seeds = None, seed: F.Seed = None, max_rounds: F.MaxRounds = None,
                  max_tokens: F.MaxTokens = None, concurrency: F.Concurrency = None, out: F.Out = None,
                  run_id: F.RunId = None, no_cache: F.NoCache = False, progress: F.ShowProgress = None,
                  request_timeout: F.RequestTimeout = None, first_byte_timeout: F.FirstByteTimeout = None,
-                 conditions: dict[str, str] | None = None) -> None:
-        """Simulate every (scenario × level × seed) and append each finished one to transcripts.jsonl."""
+                 named_conditions: dict[str, str] | None = None) -> None:
+        """Simulate every (scenario × condition × seed) and append each finished one to transcripts.jsonl."""
         from localbench.registry import get_benchmark
         from localbench.runtime.harness import simulate as run_simulations
 
         spec = F.spec_from_flags(
-            spec_file, scenarios=scenarios, categories=categories, levels=levels, agent=agent, model=model,
+            spec_file, scenarios=scenarios, categories=categories, conditions=conditions, agent=agent, model=model,
             engine=engine, base_url=base_url, limit=limit, seeds=seeds, seed=seed, max_rounds=max_rounds,
-            max_tokens=max_tokens, out=out, run_id=run_id, no_cache=no_cache, benchmark=benchmark, conditions=conditions,
+            max_tokens=max_tokens, out=out, run_id=run_id, no_cache=no_cache, benchmark=benchmark,
+            named_conditions=named_conditions,
             **{"serving.max_concurrency": concurrency, "serving.request_timeout_s": request_timeout,
                "serving.first_byte_timeout_s": first_byte_timeout})
         summary = run_simulations(spec, get_benchmark(spec.benchmark).simulator(), progress=progress)

@@ -2,7 +2,7 @@
 
 Each alias is an ``Annotated`` typer option; ``spec_from_flags`` turns the collected values into a
 RunSpec on top of an optional YAML file (flags win, unset flags leave the file's value). What a
-flag means for a benchmark (its levels, categories, roles) comes from the benchmark's design.
+flag means for a benchmark (its conditions, categories, roles) comes from the benchmark's design.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ Categories = Annotated[Optional[str], typer.Option("--categories", help="comma l
 Benchmark = Annotated[Optional[str], typer.Option("--benchmark", help=f"the benchmark to run (default {DEFAULT_BENCHMARK})")]
 
 
-def _levels_help() -> str:
-    """--levels' help from the registered benchmarks' own declarations (embedded default levels,
-    the condition axis's flag and what its values are), so it names no benchmark itself."""
+def _conditions_help() -> str:
+    """--conditions' help from the registered benchmarks' own declarations (embedded default
+    conditions, the condition axis's flag and what its values are), so it names no benchmark itself."""
     from localbench.registry import design_of, registered
 
     defaults, aliases = [], []
@@ -31,20 +31,21 @@ def _levels_help() -> str:
             d = design_of(name)
         except Exception:  # noqa: BLE001 - a broken plug-in is reported where it is used, not in --help
             continue
-        levels = d.embedded_default.get("levels")
-        if levels:
-            defaults.append(f"{name}: {','.join(levels)}")
+        conditions = d.embedded_default.get("conditions")
+        if conditions:
+            defaults.append(f"{name}: {','.join(conditions)}")
         ax = d.condition
         if ax.flag:
-            aliases.append(f"{d.title}'s levels are its {ax.label.lower()}s, also given as --{ax.flag}"
+            aliases.append(f"{d.title}'s conditions are its {ax.label.lower()}s, also given as --{ax.flag}"
                            + (f": {ax.help}" if ax.help else ""))
-    return ("comma list of the benchmark's levels: values of its condition axis, e.g. privacy levels. "
+    return ("comma list of the benchmark's conditions: values of its condition axis (privacy levels, "
+            "settings, attackers); --levels is its earlier name. "
             f"Default: with --spec, the spec's; `run` without --spec, its embedded default's ({'; '.join(defaults)}); "
-            "`simulate` without --spec, the benchmark's default levels. `localbench data design` lists every "
-            "level and the defaults. " + " ".join(aliases))
+            "`simulate` without --spec, the benchmark's default conditions. `localbench data design` lists every "
+            "condition and the defaults. " + " ".join(aliases))
 
 
-Levels = Annotated[Optional[str], typer.Option("--levels", help=_levels_help())]
+Conditions = Annotated[Optional[str], typer.Option("--conditions", "--levels", help=_conditions_help())]
 Agent = Annotated[Optional[str], typer.Option("--agent", help="model preset under test (the benchmark's first role)")]
 Judge = Annotated[Optional[str], typer.Option("--judge", help="model preset that judges (default: the agent's), or a "
                                                              "judge that needs no model where the benchmark has one "
@@ -54,7 +55,7 @@ Model = Annotated[Optional[list[str]], typer.Option(
 Engine = Annotated[Optional[str], typer.Option("--engine", help="auto | hf | vllm | openai")]
 BaseUrl = Annotated[Optional[str], typer.Option("--base-url", help="openai engine: server URL (…/v1)")]
 Limit = Annotated[Optional[int], typer.Option("--limit", help="scenarios per category")]
-Seeds = Annotated[Optional[int], typer.Option("--seeds", help="simulations per scenario and level")]
+Seeds = Annotated[Optional[int], typer.Option("--seeds", help="simulations per scenario and condition")]
 Seed = Annotated[Optional[int], typer.Option("--seed", help="run seed every request seed derives from")]
 MaxRounds = Annotated[Optional[int], typer.Option("--max-rounds", help="round limit for every category")]
 MaxTokens = Annotated[Optional[int], typer.Option("--max-tokens", help="tokens per agent turn")]
@@ -101,26 +102,26 @@ def _roles(d, agent: Optional[str], judge: Optional[str], model: Optional[list[s
     return out
 
 
-def spec_from_flags(spec_file: Optional[Path], *, benchmark=None, scenarios=None, categories=None, levels=None,
+def spec_from_flags(spec_file: Optional[Path], *, benchmark=None, scenarios=None, categories=None, conditions=None,
                     agent=None, judge=None, model=None, engine=None, base_url=None, limit=None, seeds=None,
                     seed=None, max_rounds=None, max_tokens=None, out=None, run_id=None, no_cache=False,
-                    embedded: bool = False, conditions: Optional[dict[str, str]] = None, **more: Any):
+                    embedded: bool = False, named_conditions: Optional[dict[str, str]] = None, **more: Any):
     """A RunSpec from an optional file plus flags, the file read once and the whole parsed once.
 
     ``embedded``: without a file, the benchmark's embedded default (its design's) fills every field
     no flag sets. ``max_rounds`` (one number) becomes a limit for each category of the spec's
-    benchmark. ``conditions``: --levels under a benchmark's own name (``takes_condition_flags``).
+    benchmark. ``named_conditions``: --conditions under a benchmark's own name (``takes_condition_flags``).
     """
     from localbench.registry import UnknownBenchmark, design_of
     from localbench.spec import parse_spec, read_spec_file
 
-    benchmark, named_levels = _condition(conditions or {}, benchmark, spec_file)
-    levels = named_levels or levels
+    benchmark, named = _condition(named_conditions or {}, benchmark, spec_file)
+    conditions = named or conditions
 
     data = read_spec_file(spec_file) if spec_file is not None else {}
     where = str(spec_file) if spec_file is not None else "flags"
     flags = dict(
-        benchmark=benchmark, scenarios=scenarios, categories=csv(categories), levels=csv(levels), limit=limit,
+        benchmark=benchmark, scenarios=scenarios, categories=csv(categories), conditions=csv(conditions), limit=limit,
         seeds=seeds, seed=seed, max_tokens=max_tokens, out=out, run_id=run_id, no_cache=True if no_cache else None,
         **{"serving.engine": engine, "serving.base_url": base_url}, **more)
     try:  # the benchmark the spec will name, for what a flag means in it
@@ -138,7 +139,7 @@ def spec_from_flags(spec_file: Optional[Path], *, benchmark=None, scenarios=None
 
 
 def condition_flags() -> dict[str, str]:
-    """Each benchmark's own name for ``--levels`` (its condition axis's ``flag``) -> that benchmark."""
+    """Each benchmark's own name for ``--conditions`` (its condition axis's ``flag``) -> that benchmark."""
     from localbench.registry import design_of, registered
 
     flags: dict[str, str] = {}
@@ -157,8 +158,8 @@ def _param(flag: str) -> str:
 
 
 def takes_condition_flags(command):
-    """``command`` with one ordinary option per benchmark's own name for --levels (``condition_flags``),
-    handed to it as ``conditions={flag: value}`` for ``spec_from_flags``: typer reads the options
+    """``command`` with one ordinary option per benchmark's own name for --conditions (``condition_flags``),
+    handed to it as ``named_conditions={flag: value}`` for ``spec_from_flags``: typer reads the options
     from the signature, and the names are the designs', not this module's."""
     import functools
     import inspect
@@ -166,24 +167,24 @@ def takes_condition_flags(command):
     flags = condition_flags()
     sig = inspect.signature(command, eval_str=True)
     extra = [inspect.Parameter(_param(flag), inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
-        Optional[str], typer.Option(f"--{flag}", help=f"benchmark '{bench}''s name for --levels; without --benchmark "
+        Optional[str], typer.Option(f"--{flag}", help=f"benchmark '{bench}''s name for --conditions; without --benchmark "
                                                       f"or --spec it picks '{bench}'")])
              for flag, bench in flags.items()]
 
     @functools.wraps(command)
     def with_flags(**kw: Any) -> Any:
         given = {flag: kw.pop(_param(flag), None) for flag in flags}
-        return command(**kw, conditions={f: v for f, v in given.items() if v is not None})
+        return command(**kw, named_conditions={f: v for f, v in given.items() if v is not None})
 
     with_flags.__signature__ = sig.replace(  # type: ignore[attr-defined]
-        parameters=[p for p in sig.parameters.values() if p.name != "conditions"] + extra)
+        parameters=[p for p in sig.parameters.values() if p.name != "named_conditions"] + extra)
     return with_flags
 
 
 def _condition(conditions: dict[str, str], benchmark: Optional[str], spec_file: Optional[Path]
                ) -> tuple[Optional[str], Optional[str]]:
-    """(benchmark, levels) from a benchmark's own name for --levels: the benchmark that declares it,
-    unless --benchmark names another (refused) or --spec names one."""
+    """(benchmark, conditions) from a benchmark's own name for --conditions: the benchmark that
+    declares it, unless --benchmark names another (refused) or --spec names one."""
     from localbench.errors import UserError
 
     if not conditions:
@@ -192,5 +193,5 @@ def _condition(conditions: dict[str, str], benchmark: Optional[str], spec_file: 
     flag, value = next(iter(conditions.items()))
     owner = owners.get(flag)
     if benchmark is not None and benchmark != owner:
-        raise UserError(f"--{flag} is benchmark '{owner}''s name for --levels; benchmark '{benchmark}' takes --levels")
+        raise UserError(f"--{flag} is benchmark '{owner}''s name for --conditions; benchmark '{benchmark}' takes --conditions")
     return (benchmark or (owner if spec_file is None else None)), value

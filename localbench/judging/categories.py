@@ -8,7 +8,7 @@ and a category whose judge said "no leak" everywhere gives the degenerate [0, 0]
   gold items for its own), drawn from their Jeffreys posteriors, so their uncertainty is carried;
 - the category's observed rate is drawn from a Jeffreys posterior on its *effective* counts: the
   units divided by the design effect 1 + (m̄ − 1)·ICC, with the intra-scenario correlation ICC
-  estimated on all categories of the same (model, level) together (one estimate from many
+  estimated on all categories of the same (model, condition) together (one estimate from many
   scenarios, instead of a bootstrap over a few);
 - Rogan–Gladen on each draw; the 95% interval is the draws' percentiles. A Jeffreys posterior is
   never a point, so the interval never has zero width; where the correction is not defined for

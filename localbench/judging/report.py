@@ -276,9 +276,9 @@ def consequence_sections(rel: Reliability) -> list[Section]:
         "draw FPR and FNR from the gold set's counts; a category whose interval would span nearly [0, 1] is "
         "*not identified*."],
         bullets=list(c.notes))
-    s.tables.append(Table(["run", "model", "level", "category", "judge", "leaked / units", "observed",
+    s.tables.append(Table(["run", "model", "condition", "category", "judge", "leaked / units", "observed",
                            "corrected [95% CI]", "note"],
-                          [[r.run, r.model, r.level, r.category, r.judge, f"{r.k_obs}/{r.n_obs}"
+                          [[r.run, r.model, r.condition, r.category, r.judge, f"{r.k_obs}/{r.n_obs}"
                             + (f" ({r.n_failed_sims} sims failed)" if r.n_failed_sims else ""),
                             num(r.observed, True),
                             ("not identified" if r.note.startswith("not identified") else "n/a") if r.corrected is None else
@@ -286,8 +286,8 @@ def consequence_sections(rel: Reliability) -> list[Section]:
                             + (f" ({r.n_scenarios} scenarios)" if r.n_scenarios else ""),
                             r.note] for r in c.corrected], "Leak rates corrected for each judge's error rates"))
     judges = list(c.judges)
-    s.tables.append(Table(["run", "model", "level", "category", "metric"] + judges + ["spread"],
-                          [[r.run, r.model, r.level, r.category, r.metric]
+    s.tables.append(Table(["run", "model", "condition", "category", "metric"] + judges + ["spread"],
+                          [[r.run, r.model, r.condition, r.category, r.metric]
                            + [_mv(r.by_judge.get(j)) for j in judges] + [num(r.spread)] for r in c.metrics],
                           "Each leakage metric recomputed with each judge (mean [95% CI over scenarios])"))
     if c.ranks:

@@ -33,14 +33,14 @@ class Estimate:
     n_failed: int = 0  # scenarios left without a value by failures
     higher_is_better: bool = False
     n_failed_sims: int = 0  # simulations that could not be scored (their scenario may still have a value)
-    where: tuple[tuple[str, str], ...] = ()  # the simulations behind it, as viewer filters (model, level, ...)
+    where: tuple[tuple[str, str], ...] = ()  # the simulations behind it, as viewer filters (model, condition, ...)
 
     @classmethod
     def from_row(cls, row: ScoreRow | None, default_hib: bool = False) -> "Estimate":
         if row is None:
             return cls(None, higher_is_better=default_hib)
         return cls(_finite(row.mean), _finite(row.ci_low), _finite(row.ci_high), row.n, row.n_failed,
-                   row.higher_is_better, row.n_failed_sims, where=behind(row.model, row.level, [row.category], row.judge))
+                   row.higher_is_better, row.n_failed_sims, where=behind(row.model, row.condition, [row.category], row.judge))
 
     @property
     def any_failed(self) -> bool:
@@ -52,10 +52,10 @@ class Estimate:
         return self.low is not None and self.high is not None
 
 
-def behind(model: str, level: str, categories: Iterable[str], judge: str | None) -> tuple[tuple[str, str], ...]:
+def behind(model: str, condition: str, categories: Iterable[str], judge: str | None) -> tuple[tuple[str, str], ...]:
     """Viewer filters for the simulations a cell was computed from (every category when ALL)."""
     cats = [c for c in categories if c != ALL]
-    where = [("model", model), ("level", level)] + ([("category", ",".join(cats))] if cats else [])
+    where = [("model", model), ("condition", condition)] + ([("category", ",".join(cats))] if cats else [])
     return tuple(where + ([("judge", judge)] if judge else []))
 
 
@@ -76,7 +76,7 @@ def _as_leak(run: RunData, metric: str, value: float) -> float:
 Pick = Callable[[ScenarioScore], "tuple[float | None, bool] | None"]
 
 
-def _pool(run: RunData, model: str, level: str, judge: str | None, pick: Pick) -> Estimate:
+def _pool(run: RunData, model: str, condition: str, judge: str | None, pick: Pick) -> Estimate:
     """Bootstrap over scenarios of the values ``pick`` takes from each simulation.
 
     ``pick`` returns None for a simulation that does not count, else (value or None, failed).
@@ -88,7 +88,7 @@ def _pool(run: RunData, model: str, level: str, judge: str | None, pick: Pick) -
     failed: set[tuple[str, str]] = set()
     n_sims = 0
     for s in run.scenarios:
-        if s.model != model or s.level != level or (judge is not None and s.judge != judge):
+        if s.model != model or s.condition != condition or (judge is not None and s.judge != judge):
             continue
         got = pick(s)
         if got is None:
@@ -107,10 +107,10 @@ def _pool(run: RunData, model: str, level: str, judge: str | None, pick: Pick) -
     ci = bootstrap_ci(values, **bootstrap_settings(run))
     cats = sorted({c for c, _ in per_unit} | {c for c, _ in failed})
     return Estimate(ci.estimate, ci.low, ci.high, ci.n, n_failed, n_failed_sims=n_sims,
-                    where=behind(model, level, run.ordered_categories(cats), judge))
+                    where=behind(model, condition, run.ordered_categories(cats), judge))
 
 
-def pooled_leak(run: RunData, model: str, level: str, categories: Iterable[str], judge: str | None = None,
+def pooled_leak(run: RunData, model: str, condition: str, categories: Iterable[str], judge: str | None = None,
                 part: Literal["", "_full", "_partial"] = "") -> Estimate:
     """Leak rate over the given categories' scenarios (headline metric of each, as a leak rate).
 
@@ -120,7 +120,7 @@ def pooled_leak(run: RunData, model: str, level: str, categories: Iterable[str],
     headline, hib = run.design.headline, run.design.higher_is_better
     cats = [c for c in categories if c in headline and not (part and hib(headline[c]))]
     if run.scenarios is None:
-        return _pooled_from_rows(run, model, level, cats, judge, part)
+        return _pooled_from_rows(run, model, condition, cats, judge, part)
 
     def pick(s: ScenarioScore):
         if s.category not in cats:
@@ -129,10 +129,10 @@ def pooled_leak(run: RunData, model: str, level: str, categories: Iterable[str],
         v = s.metrics.get(metric)
         return (None if v is None else _as_leak(run, metric, v)), metric in s.failed
 
-    return _pool(run, model, level, judge, pick)
+    return _pool(run, model, condition, judge, pick)
 
 
-def pooled_metric(run: RunData, metric: str, model: str, level: str, judge: str | None = None) -> Estimate:
+def pooled_metric(run: RunData, metric: str, model: str, condition: str, judge: str | None = None) -> Estimate:
     """One metric over every category's scenarios, for metrics scores.json does not pool (e.g. B:*)."""
     hib = run.design.higher_is_better(metric)
     if run.scenarios is None:
@@ -143,15 +143,15 @@ def pooled_metric(run: RunData, metric: str, model: str, level: str, judge: str 
             return None
         return s.metrics.get(metric), metric in s.failed
 
-    e = _pool(run, model, level, judge, pick)
+    e = _pool(run, model, condition, judge, pick)
     return Estimate(e.mean, e.low, e.high, e.n, e.n_failed, hib, e.n_failed_sims, e.where)
 
 
-def _pooled_from_rows(run: RunData, model: str, level: str, cats: list[str], judge: str | None,
+def _pooled_from_rows(run: RunData, model: str, condition: str, cats: list[str], judge: str | None,
                       part: str = "") -> Estimate:
     total, n, n_failed, n_sims = 0.0, 0, 0, 0
     for c in cats:
-        r = run.row(run.design.headline[c] + part, model, level, c, judge)
+        r = run.row(run.design.headline[c] + part, model, condition, c, judge)
         if r is None:
             continue
         n_failed += r.n_failed

@@ -20,6 +20,7 @@ from localbench.registry import UnknownBenchmark, benchmark_class, design_of
 from localbench.report.plan import ReportPlan
 from localbench.runlog import RunFiles, ScenarioScore, read_records
 from localbench.scores import SCORES_VERSION, ScoreRow, Scores
+from localbench.spec import OLD_CONDITIONS
 
 SCORES_FILE = RunFiles.SCORES
 SPEC_FILE = RunFiles.SPEC
@@ -47,8 +48,14 @@ class RunData:
 
     @property
     def spec(self) -> dict[str, Any]:
+        """The recorded spec's fields (``levels``, the name of ``conditions`` in runs recorded before
+        the rename, read as ``conditions``)."""
         s = self.spec_doc.get("spec")
-        return s if isinstance(s, dict) else {}
+        if not isinstance(s, dict):
+            return {}
+        if OLD_CONDITIONS in s and "conditions" not in s:
+            s = {("conditions" if k == OLD_CONDITIONS else k): v for k, v in s.items()}
+        return s
 
     def models(self) -> list[str]:
         """Agent models in the order they first appear in scores.json."""
@@ -57,12 +64,12 @@ class RunData:
     def judges(self) -> list[str]:
         return list(dict.fromkeys(r.judge for r in self.scores.rows))
 
-    def levels(self) -> list[str]:
-        """Levels in the condition axis's order (the design's), then spec order, then first appearance."""
-        seen = list(dict.fromkeys(r.level for r in self.scores.rows))
+    def conditions(self) -> list[str]:
+        """Conditions in the condition axis's order (the design's), then spec order, then first appearance."""
+        seen = list(dict.fromkeys(r.condition for r in self.scores.rows))
         known = [lv for lv in self.design.condition.values if lv in seen]
-        spec_levels = [lv for lv in self.spec.get("levels") or [] if lv in seen and lv not in known]
-        return known + spec_levels + [lv for lv in seen if lv not in known and lv not in spec_levels]
+        spec_conditions = [lv for lv in self.spec.get("conditions") or [] if lv in seen and lv not in known]
+        return known + spec_conditions + [lv for lv in seen if lv not in known and lv not in spec_conditions]
 
     def categories(self) -> list[str]:
         return list(dict.fromkeys(r.category for r in self.scores.rows))
@@ -73,10 +80,10 @@ class RunData:
         known = [c for c in self.design.categories if c in keys]
         return known + sorted(k for k in set(keys) if k not in known)
 
-    def row(self, metric: str, model: str, level: str, category: str, judge: str | None = None) -> ScoreRow | None:
+    def row(self, metric: str, model: str, condition: str, category: str, judge: str | None = None) -> ScoreRow | None:
         """The ungrouped row for this cell, or None. With one judge in the run, ``judge`` may be omitted."""
         for r in self.scores.rows:
-            if (r.metric == metric and r.model == model and r.level == level and r.category == category
+            if (r.metric == metric and r.model == model and r.condition == condition and r.category == category
                     and r.group == "" and (judge is None or r.judge == judge)):
                 return r
         return None

@@ -1,8 +1,8 @@
 """The report's figures (matplotlib, Agg canvas, PNG), each built from a loaded run.
 
 Shared figure kinds a benchmark's report picks and parametrises with its own metrics: a metric
-against the levels (one panel per category), a heatmap of a metric over a category's groups
-("source→target"), a trade-off of two pooled quantities across levels, and stacked full/partial
+against the conditions (one panel per category), a heatmap of a metric over a category's groups
+("source→target"), a trade-off of two pooled quantities across conditions, and stacked full/partial
 bars. Every builder returns a FigureResult: the figure, or None and a note saying why it was
 skipped (missing data is reported, never a crash). Figures are created without pyplot so that
 building them never touches a GUI backend or global state.
@@ -88,24 +88,24 @@ def grid(n: int, max_cols: int = 4) -> tuple[int, int]:
     return math.ceil(n / cols), cols
 
 
-def metric_by_level(run: RunData, name: str, title: str, panels: list[tuple[str, str]]) -> FigureResult:
-    """A metric against the levels, one panel per (category, metric), one line per model."""
-    levels = run.levels()
+def metric_by_condition(run: RunData, name: str, title: str, panels: list[tuple[str, str]]) -> FigureResult:
+    """A metric against the conditions, one panel per (category, metric), one line per model."""
+    conditions = run.conditions()
     panels = [(c, m) for c, m in panels
               if any(r.metric == m and r.category == c and r.mean is not None for r in run.scores.rows)]
-    if not panels or not levels:
+    if not panels or not conditions:
         return FigureResult(name, title, None, f"skipped: no such metric has a value in {RunFiles.SCORES}")
     nr, nc = grid(len(panels))
     fig = new_figure(3.4 * nc, 2.9 * nr + 0.5)
     axes = fig.subplots(nr, nc, squeeze=False).ravel()
     palette = colors(run)
     models = run.models()
-    x = np.arange(len(levels))
+    x = np.arange(len(conditions))
     width = 0.25 / max(1, len(models))
     judge, jnote = one_judge(run)
     for ax, (cat, metric) in zip(axes, panels):
         for k, m in enumerate(models):
-            ests = [Estimate.from_row(run.row(metric, m, lv, cat, judge)) for lv in levels]
+            ests = [Estimate.from_row(run.row(metric, m, lv, cat, judge)) for lv in conditions]
             y = np.array([np.nan if e.mean is None else e.mean for e in ests])
             if np.all(np.isnan(y)):
                 continue
@@ -114,7 +114,7 @@ def metric_by_level(run: RunData, name: str, title: str, panels: list[tuple[str,
         better = "higher" if run.design.higher_is_better(metric) else "lower"
         ax.set_title(f"{cat}: {metric} ({better} is better)" if cat != ALL else f"{metric} ({better} is better)",
                      fontsize=9)
-        ax.set_xticks(x, levels)
+        ax.set_xticks(x, conditions)
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
     for ax in axes[len(panels):]:
@@ -133,10 +133,10 @@ def _split_pair(pair: str) -> tuple[str, str] | None:
 def group_heatmap(run: RunData, name: str, title: str, metric: str, category: str,
                   axis_names: tuple[str, str] = ("source", "target")) -> FigureResult:
     """``metric`` of ``category``'s simulations by group ("a→b": a row, b a column), one panel
-    per model and level (scenario_scores.jsonl)."""
+    per model and condition (scenario_scores.jsonl)."""
     if run.scenarios is None:
         return FigureResult(name, title, None, "skipped: scenario_scores.jsonl is absent")
-    # (model, level, source, target) -> scenario -> seed values
+    # (model, condition, source, target) -> scenario -> seed values
     vals: dict[tuple[str, str, str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     judge, jnote = one_judge(run)
     for s in run.scenarios:
@@ -146,20 +146,20 @@ def group_heatmap(run: RunData, name: str, title: str, metric: str, category: st
         v = s.metrics.get(metric)
         if st is None or v is None or not math.isfinite(v):
             continue
-        vals[(s.model, s.level, *st)][s.scenario].append(v)
+        vals[(s.model, s.condition, *st)][s.scenario].append(v)
     if not vals:
         return FigureResult(name, title, None, f"skipped: no {category} scenario has a {metric} value and a group")
     models = [m for m in run.models() if any(k[0] == m for k in vals)]
-    levels = [lv for lv in run.levels() if any(k[1] == lv for k in vals)]
+    conditions = [lv for lv in run.conditions() if any(k[1] == lv for k in vals)]
     sources = sorted({k[2] for k in vals})
     targets = sorted({k[3] for k in vals})
     suptitle = title + " (grey: no scenario)"
-    fig = new_figure(max(1.8 + 0.55 * len(targets) * len(levels), title_width(suptitle, 10)),
+    fig = new_figure(max(1.8 + 0.55 * len(targets) * len(conditions), title_width(suptitle, 10)),
                      max(2.4, 1.4 + 0.5 * len(sources) * len(models)))
-    axes = fig.subplots(len(models), len(levels), squeeze=False)
+    axes = fig.subplots(len(models), len(conditions), squeeze=False)
     im = None
     for i, m in enumerate(models):
-        for j, lv in enumerate(levels):
+        for j, lv in enumerate(conditions):
             ax = axes[i][j]
             cells = np.full((len(sources), len(targets)), np.nan)
             for a, src in enumerate(sources):
@@ -188,17 +188,17 @@ def group_heatmap(run: RunData, name: str, title: str, metric: str, category: st
 
 
 YValue = Callable[[str, str, "str | None"], Estimate]
-"""(model, level, judge) -> the y value of a trade-off point."""
+"""(model, condition, judge) -> the y value of a trade-off point."""
 
 
 def tradeoff(run: RunData, name: str, title: str, x_metric: str, y: YValue, y_label: str) -> FigureResult:
-    """``x_metric`` (pooled over every category) against ``y``, one trajectory per model over levels."""
-    levels = run.levels()
+    """``x_metric`` (pooled over every category) against ``y``, one trajectory per model over conditions."""
+    conditions = run.conditions()
     palette = colors(run)
     points: dict[str, list[tuple[str, Estimate, Estimate]]] = {}
     judge, jnote = one_judge(run)
     for m in run.models():
-        for lv in levels:
+        for lv in conditions:
             xv = Estimate.from_row(run.row(x_metric, m, lv, ALL, judge))
             yv = y(m, lv, judge)
             if xv.mean is not None and yv.mean is not None:
@@ -221,15 +221,15 @@ def tradeoff(run: RunData, name: str, title: str, x_metric: str, y: YValue, y_la
     ax.set_ylim(-0.02, 1.02)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    ax.set_title(title + " (95% CIs; lines join a model's levels)", fontsize=10)
+    ax.set_title(title + " (95% CIs; lines join a model's conditions)", fontsize=10)
     return FigureResult(name, title, fig, jnote)
 
 
 def split_bars(run: RunData, name: str, title: str, panels: list[tuple[str, str]],
                parts: tuple[str, str] = ("_full", "_partial")) -> FigureResult:
-    """A metric's two parts stacked per level (solid: the first, hatched: the second), one bar per
+    """A metric's two parts stacked per condition (solid: the first, hatched: the second), one bar per
     model, one panel per (category, metric)."""
-    levels = run.levels()
+    conditions = run.conditions()
     models = run.models()
     panels = [(c, m) for c, m in panels if any(r.metric in (m + parts[0], m + parts[1]) and r.category == c
                                                and r.mean is not None for r in run.scores.rows)]
@@ -239,14 +239,14 @@ def split_bars(run: RunData, name: str, title: str, panels: list[tuple[str, str]
     fig = new_figure(3.6 * nc, 2.9 * nr + 0.6)
     axes = fig.subplots(nr, nc, squeeze=False).ravel()
     palette = colors(run)
-    x = np.arange(len(levels))
+    x = np.arange(len(conditions))
     width = 0.8 / max(1, len(models))
     judge, jnote = one_judge(run)
     first, second = (p.strip("_") for p in parts)
     for ax, (cat, metric) in zip(axes, panels):
         for k, m in enumerate(models):
-            lo = [run.row(metric + parts[0], m, lv, cat, judge) for lv in levels]
-            hi = [run.row(metric + parts[1], m, lv, cat, judge) for lv in levels]
+            lo = [run.row(metric + parts[0], m, lv, cat, judge) for lv in conditions]
+            hi = [run.row(metric + parts[1], m, lv, cat, judge) for lv in conditions]
             f = np.array([r.mean if r is not None and r.mean is not None else np.nan for r in lo])
             p = np.array([r.mean if r is not None and r.mean is not None else np.nan for r in hi])
             xs = x + (k - (len(models) - 1) / 2) * width
@@ -257,7 +257,7 @@ def split_bars(run: RunData, name: str, title: str, panels: list[tuple[str, str]
                 if np.isnan(fi) and np.isnan(pi):
                     ax.text(xi, 0.02, "n/a", rotation=90, ha="center", va="bottom", fontsize=6)
         ax.set_title(f"{cat}: {metric} = {first} + {second}", fontsize=9)
-        ax.set_xticks(x, levels)
+        ax.set_xticks(x, conditions)
         ax.set_ylim(0, 1.02)
         ax.grid(axis="y", alpha=0.3)
     for ax in axes[len(panels):]:
@@ -270,53 +270,53 @@ def split_bars(run: RunData, name: str, title: str, panels: list[tuple[str, str]
     return FigureResult(name, title, fig, jnote)
 
 
-def bars_by_level(run: RunData, name: str, title: str, metrics: list[str], labels: list[str] | None = None,
+def bars_by_condition(run: RunData, name: str, title: str, metrics: list[str], labels: list[str] | None = None,
                   category: str = ALL) -> FigureResult:
-    """Several metrics side by side (a group of bars each), one bar per level, one panel per model;
+    """Several metrics side by side (a group of bars each), one bar per condition, one panel per model;
     error bars are the rows' intervals."""
-    levels = run.levels()
+    conditions = run.conditions()
     labels = labels or metrics
-    models = [m for m in run.models() if any(run.row(x, m, lv, category) for x in metrics for lv in levels)]
+    models = [m for m in run.models() if any(run.row(x, m, lv, category) for x in metrics for lv in conditions)]
     if not models:
         return FigureResult(name, title, None, f"skipped: none of these metrics has a row in {RunFiles.SCORES}")
-    fig = new_figure(max(title_width(title, 11), 1.2 + 0.5 * len(metrics) * max(1, len(levels)) * 0.6),
+    fig = new_figure(max(title_width(title, 11), 1.2 + 0.5 * len(metrics) * max(1, len(conditions)) * 0.6),
                      2.9 * len(models) + 0.6)
     axes = fig.subplots(len(models), 1, squeeze=False).ravel()
     from matplotlib import colormaps
 
     cmap = colormaps["viridis"]
     x = np.arange(len(metrics))
-    width = 0.8 / max(1, len(levels))
+    width = 0.8 / max(1, len(conditions))
     judge, jnote = one_judge(run)
     for ax, model in zip(axes, models):
-        for k, lv in enumerate(levels):
+        for k, lv in enumerate(conditions):
             ests = [Estimate.from_row(run.row(m, model, lv, category, judge)) for m in metrics]
             y = np.array([np.nan if e.mean is None else e.mean for e in ests])
-            ax.bar(x + (k - (len(levels) - 1) / 2) * width, np.nan_to_num(y), width, yerr=yerr(ests), capsize=2,
-                   color=cmap(k / max(1, len(levels) - 1) * 0.85), label=lv, edgecolor="black", lw=0.3)
+            ax.bar(x + (k - (len(conditions) - 1) / 2) * width, np.nan_to_num(y), width, yerr=yerr(ests), capsize=2,
+                   color=cmap(k / max(1, len(conditions) - 1) * 0.85), label=lv, edgecolor="black", lw=0.3)
         ax.set_xticks(x, labels)
         ax.set_ylim(0, 1.02)
         ax.set_title(model, fontsize=9)
         ax.grid(axis="y", alpha=0.3)
-    axes[0].legend(fontsize=8, title=run.design.condition.label, title_fontsize=8, ncols=min(4, len(levels)))
+    axes[0].legend(fontsize=8, title=run.design.condition.label, title_fontsize=8, ncols=min(4, len(conditions)))
     fig.suptitle(f"{title} (error bars: 95% interval)", fontsize=11)
     return FigureResult(name, title, fig, jnote)
 
 
 def metric_matrix(run: RunData, name: str, title: str, metrics: list[str], labels: list[str] | None = None,
                   category: str = ALL) -> FigureResult:
-    """A heatmap per level: models as rows, metrics as columns (their means)."""
-    levels = run.levels()
+    """A heatmap per condition: models as rows, metrics as columns (their means)."""
+    conditions = run.conditions()
     models = run.models()
     labels = labels or metrics
-    if not models or not levels:
+    if not models or not conditions:
         return FigureResult(name, title, None, f"skipped: no rows in {RunFiles.SCORES}")
     judge, jnote = one_judge(run)
-    fig = new_figure(max(title_width(title, 10), 1.5 + 0.45 * len(metrics) * len(levels)),
+    fig = new_figure(max(title_width(title, 10), 1.5 + 0.45 * len(metrics) * len(conditions)),
                      1.4 + 0.45 * len(models))
-    axes = fig.subplots(1, len(levels), squeeze=False).ravel()
+    axes = fig.subplots(1, len(conditions), squeeze=False).ravel()
     im = None
-    for ax, lv in zip(axes, levels):
+    for ax, lv in zip(axes, conditions):
         cells = np.array([[np.nan if (r := run.row(m, model, lv, category, judge)) is None or r.mean is None
                            else r.mean for m in metrics] for model in models])
         im = ax.imshow(np.ma.masked_invalid(cells), cmap="Reds", vmin=0, vmax=1, aspect="auto")

@@ -59,7 +59,7 @@ def key_facts(run: RunData) -> list[tuple[str, str]]:
         rows.append(("judge model", _model_line(judge)))
     s = run.spec
     if s:
-        rows.append(("seeds", f"run seed {s.get('seed', 0)}, {s.get('seeds', 1)} per scenario and level"))
+        rows.append(("seeds", f"run seed {s.get('seed', 0)}, {s.get('seeds', 1)} per scenario and {run.design.condition.label.lower()}"))
     sim = doc.get("simulation") or {}
     if sim.get("prompt_set"):
         rows.append(("prompt set", str(sim["prompt_set"])))

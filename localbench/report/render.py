@@ -62,7 +62,7 @@ def spec_summary(run: RunData) -> list[tuple[str, str]]:
     rows.append(("judges", ", ".join(run.judges()) or "—"))
     if isinstance(s.get("models"), dict):
         rows += [(f"spec models.{k}", str(v)) for k, v in s["models"].items() if v]
-    rows.append(("levels", ", ".join(run.levels()) or "—"))
+    rows.append((run.design.condition.label.lower() + "s", ", ".join(run.conditions()) or "—"))
     rows.append(("categories", ", ".join(run.ordered_categories(run.categories())) or "—"))
     for key in ("scenarios", "limit", "seeds", "seed"):
         if key in s:
@@ -79,11 +79,11 @@ def spec_summary(run: RunData) -> list[tuple[str, str]]:
 
 
 def what_ran(run: RunData) -> str:
-    """One line: benchmark, models, levels, scenarios, simulations and failures."""
+    """One line: benchmark, models, conditions, scenarios, simulations and failures."""
     d = run.design
     judges = ", ".join(run.judges()) or "no judge yet"
     parts = [f"{d.title}: {', '.join(run.models()) or 'no model'} judged by {judges}",
-             f"{d.condition.label.lower()} {', '.join(run.levels()) or '—'}"]
+             f"{d.condition.label.lower()} {', '.join(run.conditions()) or '—'}"]
     if run.scenarios is not None:
         scen = {(x.category, x.scenario) for x in run.scenarios}
         n_cats = len({c for c, _ in scen})

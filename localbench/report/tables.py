@@ -294,7 +294,7 @@ def latex_escape(text: str) -> str:
 
 
 def safe_name(name: str) -> str:
-    """A string usable in a file name (a level in a table's file stem)."""
+    """A string usable in a file name (a condition in a table's file stem)."""
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
 
 
@@ -374,24 +374,24 @@ def _headline_notes(run: RunData, cols: list[tuple[Column, str]], pooled: tuple[
     return notes
 
 
-def headline_table(run: RunData, level: str, fmt: CellFormat = "pm", pooled: tuple[str, ...] = (),
+def headline_table(run: RunData, condition: str, fmt: CellFormat = "pm", pooled: tuple[str, ...] = (),
                    name: str | None = None) -> Table:
     """One row per model: each category's headline metric (the design's), then the ``pooled``
-    metrics over every category, at one level."""
+    metrics over every category, at one condition."""
     cols = _headline_columns(run, pooled)
-    t = Table(name=name or f"headline_{safe_name(level)}", title=f"Headline metrics by model at level {level}",
+    t = Table(name=name or f"headline_{safe_name(condition)}", title=f"Headline metrics by model at {run.design.condition.label.lower()} {condition}",
               label_headers=label_headers(run), columns=[c for c, _ in cols], fmt=fmt, bold_best=True)
     for model, judge in agents(run):
-        cells: list[Cell] = [Estimate.from_row(run.row(col.metric, model, level, cat, judge), bool(col.higher_is_better))
+        cells: list[Cell] = [Estimate.from_row(run.row(col.metric, model, condition, cat, judge), bool(col.higher_is_better))
                              for col, cat in cols]
         t.rows.append(Row(labels(model, judge), cells))
     t.notes += _headline_notes(run, cols, pooled, fmt)
     return t
 
 
-def headline_by_level_table(run: RunData, fmt: CellFormat = "pm", pooled: tuple[str, ...] = (),
+def headline_by_condition_table(run: RunData, fmt: CellFormat = "pm", pooled: tuple[str, ...] = (),
                             name: str = "headline") -> Table:
-    """The run's results on one screen: a row per model and level, each category's headline metric
+    """The run's results on one screen: a row per model and condition, each category's headline metric
     and the ``pooled`` metrics (the report opens with it)."""
     cols = _headline_columns(run, pooled)
     t = Table(name=name, title=f"Headline metrics by model and {run.design.condition.label.lower()}",
@@ -399,10 +399,10 @@ def headline_by_level_table(run: RunData, fmt: CellFormat = "pm", pooled: tuple[
     for model, judge in agents(run):
         if t.rows:
             t.breaks.add(len(t.rows))
-        for level in run.levels():
-            cells: list[Cell] = [Estimate.from_row(run.row(col.metric, model, level, cat, judge),
+        for condition in run.conditions():
+            cells: list[Cell] = [Estimate.from_row(run.row(col.metric, model, condition, cat, judge),
                                                    bool(col.higher_is_better)) for col, cat in cols]
-            t.rows.append(Row(labels(model, judge) + [level], cells))
+            t.rows.append(Row(labels(model, judge) + [condition], cells))
     t.notes += _headline_notes(run, cols, pooled, fmt, bold=False)
     return t
 

@@ -2,9 +2,11 @@
 
 One schema per record kind, shared by every benchmark: ``Transcript`` (transcripts.jsonl),
 ``Judgment`` (judgments.jsonl) and ``ScenarioScore`` (scenario_scores.jsonl). Each carries a
-``version``; what is the benchmark's own goes in ``payload``. Records written before versions
-existed (version 1: no ``version`` field) are read by moving the fields this schema does not know
-into ``payload``; a record from a newer localbench is refused with one line naming its version.
+``version``; what is the benchmark's own goes in ``payload``. Older records are upgraded as they
+are read: version 1 (written before versions existed, no ``version`` field) by moving the fields
+this schema does not know into ``payload``; versions 1 and 2 by renaming ``level`` (the one
+benchmark's word the schema carried) to ``condition``, the contract's word for the axis a run
+sweeps. A record from a newer localbench is refused with one line naming its version.
 Every stage reads these files through ``runlog.store.RecordStore``, never as untyped dicts.
 """
 
@@ -18,8 +20,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from localbench.errors import UserError, field_error
 
 
-RECORD_VERSION = 2
-"""The record schema this code writes; 1 is the untyped format before versions existed."""
+RECORD_VERSION = 3
+"""The record schema this code writes; 1 is the untyped format before versions existed, 2 the
+typed one whose condition field was called ``level``."""
+
+RENAMED_BEFORE_V3 = {"level": "condition"}
+"""Fields of versions 1 and 2 that version 3 renamed (old name -> new)."""
 
 
 class RecordVersionError(UserError, ValueError):
@@ -40,8 +46,14 @@ class Record(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _upgrade(cls, data: Any) -> Any:
-        """Version 1 (no ``version``): fields this schema does not know move into ``payload``."""
-        if not isinstance(data, dict) or "version" in data:
+        """Versions 1 and 2 renamed to version 3's names; version 1 (no ``version``): fields this
+        schema does not know move into ``payload``."""
+        if not isinstance(data, dict):
+            return data
+        version = data.get("version", 1)
+        if isinstance(version, int) and version < 3:
+            data = {RENAMED_BEFORE_V3.get(k, k): v for k, v in data.items()}
+        if "version" in data:
             return data
         data = {cls.renamed_v1.get(k, k): v for k, v in data.items()}
         known = set(cls.model_fields)
@@ -98,7 +110,7 @@ class Transcript(Record):
 
     scenario: str
     category: str  # the scenario's value on the benchmark's category axis
-    level: str  # the simulation's value on the benchmark's condition axis
+    condition: str  # the simulation's value on the benchmark's condition axis
     seed_index: int = 0
     model: str = ""  # the preset of the benchmark's primary role
     models: dict[str, str] = Field(default_factory=dict)  # role -> preset
@@ -129,7 +141,7 @@ class Judgment(Record):
     sim_key: str
     scenario: str = ""
     category: str = ""
-    level: str = ""
+    condition: str = ""
     seed_index: int = 0
     model: str = ""  # the simulation's primary preset
     judge: str  # the benchmark's name for this judge
@@ -155,7 +167,7 @@ class ScenarioScore(Record):
 
     scenario: str
     category: str
-    level: str
+    condition: str
     seed_index: int = 0
     model: str = ""
     judge: str = ""

@@ -3,7 +3,7 @@
 A benchmark hands over a ``Simulator`` (how to load its scenarios, plan its simulations, play one
 and describe itself); this does the rest the same way for all of them:
 
-- every simulation is a ``Unit`` keyed ``<scenario>|<level>|<seed index>``; with a shard set, only
+- every simulation is a ``Unit`` keyed ``<scenario>|<condition>|<seed index>``; with a shard set, only
   this shard's units run (``RunSpec.select_shard``);
 - spec.yaml records the resolved spec, the simulator's provenance and a fingerprint (prompts,
   scenario contents, engines); resuming a directory made with other settings is refused before any
@@ -43,13 +43,13 @@ class Unit:
 
     scenario: str
     category: str
-    level: str
+    condition: str  # a value of the benchmark's condition axis
     seed_index: int = 0
     task: Any = None
 
     @property
     def key(self) -> str:
-        return f"{self.scenario}|{self.level}|{self.seed_index}"
+        return f"{self.scenario}|{self.condition}|{self.seed_index}"
 
 
 class Simulator:
@@ -149,7 +149,7 @@ def _write_spec(rd: RunDir, spec: RunSpec, section: dict[str, Any], fingerprint:
 
 def error_transcript(unit: Unit, model: str, err: JobError) -> Transcript:
     """The record of a simulation that raised: no entries, every metric of it fails."""
-    return Transcript(key=unit.key, scenario=unit.scenario, category=unit.category, level=unit.level,
+    return Transcript(key=unit.key, scenario=unit.scenario, category=unit.category, condition=unit.condition,
                       seed_index=unit.seed_index, model=model, termination="error", error=err.error,
                       traceback=err.traceback[-4000:], finished_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
 

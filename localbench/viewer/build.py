@@ -100,8 +100,8 @@ def write_viewer(run_dirs: list[str | Path], out: str | Path | None = None,
         report = RunPaths(d).report_html
         runs.append({"id": run.spec.resolved_run_id, "path": str(d), "benchmark": design.name, "title": design.title,
                      "report": os.path.relpath(report, dest) if report.exists() else None,
-                     "level_label": design.condition.label, "category_label": design.category.label,
-                     "levels": design.condition.values, "categories": list(design.categories),
+                     "condition_label": design.condition.label, "category_label": design.category.label,
+                     "conditions": design.condition.values, "categories": list(design.categories),
                      "own_judge": views[0].judge if views else ""})
         cuts = {t.key: t.n_context_cuts > 0 or t.termination == "context_exhausted" for t in run.transcripts}
         for v in views:

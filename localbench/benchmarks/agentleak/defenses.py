@@ -29,13 +29,13 @@ class Setting:
     defenses: tuple[str, ...] = ()
 
     @classmethod
-    def parse(cls, level: str) -> "Setting":
-        mode, *defenses = level.split("+")
+    def parse(cls, text: str) -> "Setting":
+        mode, *defenses = text.split("+")
         if mode not in MODES:
-            raise SettingError(f"unknown setting '{level}': it starts with {' or '.join(MODES)}")
+            raise SettingError(f"unknown setting '{text}': it starts with {' or '.join(MODES)}")
         unknown = [d for d in defenses if d not in DEFENSES]
         if unknown:
-            raise SettingError(f"unknown defense '{unknown[0]}' in '{level}' (defenses: {', '.join(DEFENSES)})")
+            raise SettingError(f"unknown defense '{unknown[0]}' in '{text}' (defenses: {', '.join(DEFENSES)})")
         return cls(mode, tuple(dict.fromkeys(defenses)))
 
     @property

@@ -78,7 +78,7 @@ DESIGN = Design(
     ),
     metrics=METRICS,
     headline={v: "ELR" for v in VERTICALS},
-    embedded_default={"scenarios": "builtin", "levels": list(MODES), "limit": 2, "max_rounds": {v: 4 for v in VERTICALS}},
+    embedded_default={"scenarios": "builtin", "conditions": list(MODES), "limit": 2, "max_rounds": {v: 4 for v in VERTICALS}},
     settings=AgentLeakSettings,
     max_rounds={v: 8 for v in VERTICALS},
     paired_test="mcnemar",

@@ -75,7 +75,7 @@ def build_tasks(spec: RunSpec, transcripts: list[Transcript], scenarios: dict[st
         for call in calls + ([task] if task is not None else []):
             key = f"{t.key}|{call.judge}|{call.target}"
             meta: dict[str, Any] = {"sim_key": t.key, "scenario": t.scenario, "category": t.category,
-                                    "level": t.level, "seed_index": t.seed_index, "model": t.model, "judge": call.judge,
+                                    "condition": t.condition, "seed_index": t.seed_index, "model": t.model, "judge": call.judge,
                                     "target": call.target, "rubric": call.rubric, "rubric_hash": call.rubric_hash,
                                     "schema_hash": schema_hash(call.schema), "n_messages": call.n_messages,
                                     "truncated": call.truncated, "sim_targets": planned}

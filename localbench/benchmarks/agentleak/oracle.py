@@ -261,8 +261,8 @@ class OracleBackend(Backend):
 __all__ = ["CHANNELS", "ORACLE", "OracleBackend", "OraclePolicy", "is_oracle", "leak_field", "parse_oracle"]
 
 
-async def play_oracle(scenario: Scenario, level: str, name: str = ORACLE, max_rounds: int = 8, seed_index: int = 0):
-    """One simulation of ``scenario`` under setting ``level`` played by an oracle agent, through the
+async def play_oracle(scenario: Scenario, setting: str, name: str = ORACLE, max_rounds: int = 8, seed_index: int = 0):
+    """One simulation of ``scenario`` under ``setting`` played by an oracle agent, through the
     real ``AgentSystem`` and ``StructuredClient``; returns its transcript."""
     from localbench.benchmarks.agentleak.defenses import Setting
     from localbench.benchmarks.agentleak.system import AgentSystem, Settings
@@ -271,7 +271,7 @@ async def play_oracle(scenario: Scenario, level: str, name: str = ORACLE, max_ro
 
     backend = OracleBackend(name)
     clients = RoleClients({"agent": StructuredClient(backend, cache=None, max_retries=0)})
-    system = AgentSystem(scenario, Setting.parse(level), clients, Settings(max_rounds=max_rounds),
-                         key=f"{scenario.id}|{level}|{seed_index}", level=level, seed_index=seed_index)
+    system = AgentSystem(scenario, Setting.parse(setting), clients, Settings(max_rounds=max_rounds),
+                         key=f"{scenario.id}|{setting}|{seed_index}", condition=setting, seed_index=seed_index)
     backend.attach(system)
     return await system.run()

@@ -17,7 +17,7 @@ from localbench.design import ALL
 from localbench.report.plan import ReportPlan
 from localbench.report.aggregate import Estimate
 from localbench.report.data import RunData
-from localbench.report.figures import FigureResult, bars_by_level, metric_matrix
+from localbench.report.figures import FigureResult, bars_by_condition, metric_matrix
 from localbench.report.tables import (Cell, CellFormat, Column, Row, Table, agents, ci_note, headline_table,
                                       label_headers, labels, metric_column, safe_name)
 from localbench.spec import NO_JUDGE
@@ -35,8 +35,8 @@ def lead_table(run: RunData, fmt: CellFormat = "pm") -> Table:
     for model, judge in agents(run):
         if t.rows:
             t.breaks.add(len(t.rows))
-        for level in run.levels():
-            t.rows.append(Row(labels(model, judge) + [level], [_lead_cell(run, c.metric, model, level, judge)
+        for setting in run.conditions():
+            t.rows.append(Row(labels(model, judge) + [setting], [_lead_cell(run, c.metric, model, setting, judge)
                                                                for c in cols]))
     t.notes.append(ci_note(run, fmt, [c.metric for c in cols]))
     t.notes.append("Cells are shares of traces, except WLS, a score averaged over scenarios. C1–C7: "
@@ -48,20 +48,20 @@ def lead_table(run: RunData, fmt: CellFormat = "pm") -> Table:
     return t
 
 
-def _lead_cell(run: RunData, metric: str, model: str, level: str, judge: str | None) -> Cell:
-    row = run.row(metric, model, level, ALL, judge)
+def _lead_cell(run: RunData, metric: str, model: str, setting: str, judge: str | None) -> Cell:
+    row = run.row(metric, model, setting, ALL, judge)
     if row is None and metric == "TSR:semantic" and (judge == NO_JUDGE or (judge is None and NO_JUDGE in run.judges())):
         return NOT_JUDGED
     return Estimate.from_row(row)
 
 
 def setting_tables(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
-    return [headline_table(run, lv, fmt, pooled=("TSR",), name=f"elr_{safe_name(lv)}") for lv in run.levels()]
+    return [headline_table(run, lv, fmt, pooled=("TSR",), name=f"elr_{safe_name(lv)}") for lv in run.conditions()]
 
 
-def _group_cell(run: RunData, metric: str, family: str, model: str, level: str, judge: str | None) -> Estimate:
+def _group_cell(run: RunData, metric: str, family: str, model: str, setting: str, judge: str | None) -> Estimate:
     row = next((r for r in run.scores.rows if r.metric == metric and r.group == family and r.model == model
-                and r.level == level and r.category == ALL and (judge is None or r.judge == judge)), None)
+                and r.condition == setting and r.category == ALL and (judge is None or r.judge == judge)), None)
     return Estimate.from_row(row)
 
 
@@ -78,12 +78,12 @@ def attack_table(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
     t = Table(name="asr_by_family", title="Attack delivery and success by family (all verticals)",
               label_headers=label_headers(run, run.design.condition.label), columns=cols, fmt=fmt)
     for model, judge in agents(run):
-        for level in run.levels():
+        for setting in run.conditions():
             cells: list[Cell] = []
             for f in families:
-                cells += [_group_cell(run, "delivered", f, model, level, judge),
-                          _group_cell(run, "ASR", f, model, level, judge)]
-            t.rows.append(Row(labels(model, judge) + [level], cells))
+                cells += [_group_cell(run, "delivered", f, model, setting, judge),
+                          _group_cell(run, "ASR", f, model, setting, judge)]
+            t.rows.append(Row(labels(model, judge) + [setting], cells))
     t.notes.append(ci_note(run, fmt, ["ASR", "delivered"]))
     t.notes.append("delivered: of the A1/A2 traces, the share whose payload reached an agent at its surface (F1, F5, "
                    "F6 with the request; F2 when a tool is called; F3 when the shared memory is read; F4 when the "
@@ -102,9 +102,9 @@ def table_viii(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
     t = Table(name="table_viii", title="Table VIII structure: output-only vs system-level leakage, per setting",
               label_headers=label_headers(run, run.design.condition.label), columns=cols, fmt=fmt)
     for model, judge in agents(run):
-        for level in run.levels():
-            t.rows.append(Row(labels(model, judge) + [level],
-                              [Estimate.from_row(run.row(m, model, level, ALL, judge)) for m, _ in metrics]))
+        for setting in run.conditions():
+            t.rows.append(Row(labels(model, judge) + [setting],
+                              [Estimate.from_row(run.row(m, model, setting, ALL, judge)) for m, _ in metrics]))
     t.notes.append(ci_note(run, fmt, [m for m, _ in metrics]))
     t.notes.append("C1 only + C2 + C5 = ELR per trace (the increments are disjoint). Compare settings on C1 only for "
                    "the paper's fair single vs multi comparison (a single agent has no C2).")
@@ -118,9 +118,9 @@ def table_ix(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
     t = Table(name="table_ix", title="Table IX structure: the audit gap H1 by vertical",
               label_headers=label_headers(run, run.design.condition.label), columns=cols, fmt=fmt)
     for model, judge in agents(run):
-        for level in run.levels():
-            t.rows.append(Row(labels(model, judge) + [level],
-                              [Estimate.from_row(run.row("H1", model, level, v, judge)) for v in [*verticals, ALL]]))
+        for setting in run.conditions():
+            t.rows.append(Row(labels(model, judge) + [setting],
+                              [Estimate.from_row(run.row("H1", model, setting, v, judge)) for v in [*verticals, ALL]]))
     t.notes.append(ci_note(run, fmt, ["H1"]))
     t.notes.append("H1: share of traces whose final output (C1) is clean while an inter-agent message (C2) or a memory "
                    "write (C5) leaked.")
@@ -132,8 +132,8 @@ def paired_tests(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
     the verticals, on ELR and on C1 alone (Table VIII's fair comparison); and C1 against C2 on the same
     traces. The footnote names the test each p-value comes from."""
     recs = run.scenarios or []
-    levels = run.levels()
-    if not recs or not levels:
+    settings = run.conditions()
+    if not recs or not settings:
         return []
     t = Table(name="mcnemar", title="Paired tests (McNemar), pooled over verticals",
               label_headers=["Model", "Comparison", "Metric"],
@@ -154,15 +154,15 @@ def paired_tests(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
                                                   f"{sum(sb[k] for k in keys) / len(keys):.2f}", str(len(keys)),
                                                   f"{b}, {c}", f"{res.p_value:.3g}", f"McNemar ({test})"]))
 
-    def series(model: str, level: str, metric: str) -> dict[str, float]:
+    def series(model: str, setting: str, metric: str) -> dict[str, float]:
         return {f"{r.scenario}|{r.seed_index}": float(r.metrics[metric]) for r in recs
-                if r.model == model and r.level == level and r.metrics.get(metric) is not None}
+                if r.model == model and r.condition == setting and r.metrics.get(metric) is not None}
 
     for model in sorted({r.model for r in recs}):
-        for lv in levels[1:]:
+        for lv in settings[1:]:
             for metric in ("ELR", "CLR:C1"):
-                add(model, f"{levels[0]} → {lv}", metric, series(model, levels[0], metric), series(model, lv, metric))
-        for lv in levels:
+                add(model, f"{settings[0]} → {lv}", metric, series(model, settings[0], metric), series(model, lv, metric))
+        for lv in settings:
             add(model, f"C1 → C2 at {lv}", "CLR", series(model, lv, "CLR:C1"), series(model, lv, "CLR:C2"))
     if not t.rows:
         return []
@@ -203,7 +203,7 @@ def judge_warning_table(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
 
 
 def channel_bars(run: RunData) -> FigureResult:
-    fig = bars_by_level(run, "channel_rates", "Leak rate by channel and setting", list(CHANNEL_METRICS),
+    fig = bars_by_condition(run, "channel_rates", "Leak rate by channel and setting", list(CHANNEL_METRICS),
                         [m.replace("CLR:", "") for m in CHANNEL_METRICS])
     fig.caption = ("Each group of bars is one channel, one bar per setting: a defense that works on a channel "
                    "lowers its bar; internal channels (C2–C7) leaking more than C1 is what output-only audits miss.")

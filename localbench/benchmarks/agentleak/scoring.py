@@ -207,7 +207,7 @@ def scenario_scores(transcripts: list[Transcript], judgments: list[Judgment], sc
             elif detail["failed_channels"]:
                 why = f"the judge failed on {', '.join(detail['failed_channels'])}"
         out.append(ScenarioScore(
-            key=t.key, scenario=t.scenario, category=t.category, level=t.level, seed_index=t.seed_index, model=t.model,
+            key=t.key, scenario=t.scenario, category=t.category, condition=t.condition, seed_index=t.seed_index, model=t.model,
             judge=judge_model, group=(t.payload.get("attack") or {}).get("family"), metrics=metrics, failed=failed,
             unscored=why, judge_stage_finishes=finishes,
             payload={**detail, "termination": t.termination, "topology": s.topology,

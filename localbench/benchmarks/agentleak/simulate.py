@@ -24,9 +24,9 @@ CALL_ROLES = ("agent",)
 
 def settings_of(spec: RunSpec) -> list[Setting]:
     try:
-        return [Setting.parse(lv) for lv in spec.levels or []]
+        return [Setting.parse(lv) for lv in spec.conditions or []]
     except SettingError as e:
-        raise SpecError(f"field 'levels': {e}") from e
+        raise SpecError(f"field 'conditions': {e}") from e
 
 
 def sim_settings(spec: RunSpec, vertical: str) -> Settings:
@@ -55,7 +55,7 @@ class AgentLeakSimulator(Simulator):
         return load_for(spec)
 
     def plan(self, spec: RunSpec, scenarios: list[Scenario]) -> list[Unit]:
-        return [Unit(s.id, s.vertical, lv, i, task=s) for s in scenarios for lv in spec.levels or []
+        return [Unit(s.id, s.vertical, lv, i, task=s) for s in scenarios for lv in spec.conditions or []
                 for i in range(spec.seeds)]
 
     def fingerprint(self, scenarios: list[Scenario]) -> dict[str, str]:
@@ -64,7 +64,7 @@ class AgentLeakSimulator(Simulator):
     def provenance(self, spec: RunSpec, clients: RoleClients, scenarios: list[Scenario], n_issues: int) -> dict[str, Any]:
         return {
             "models": model_provenance(clients, CALL_ROLES),
-            "settings": {lv: {"mode": s.mode, "defenses": list(s.defenses)} for lv, s in zip(spec.levels or [],
+            "settings": {lv: {"mode": s.mode, "defenses": list(s.defenses)} for lv, s in zip(spec.conditions or [],
                                                                                               settings_of(spec))},
             "prompts": PROMPTS.hashes(),
             "prompt_set": PROMPTS.set_hash(),
@@ -76,8 +76,8 @@ class AgentLeakSimulator(Simulator):
 
     async def play(self, unit: Unit, clients: RoleClients, spec: RunSpec) -> Transcript:
         s: Scenario = unit.task
-        system = AgentSystem(s, Setting.parse(unit.level), clients, sim_settings(spec, s.vertical), key=unit.key,
-                             level=unit.level, seed_index=unit.seed_index)
+        system = AgentSystem(s, Setting.parse(unit.condition), clients, sim_settings(spec, s.vertical), key=unit.key,
+                             condition=unit.condition, seed_index=unit.seed_index)
         backend = clients.for_role("agent").backend
         if hasattr(backend, "attach"):  # a scripted agent (oracle.OracleBackend) reads the system it plays
             backend.attach(system)

@@ -59,9 +59,9 @@ class AgentSystem:
     """The agents of one simulation, their shared sandbox, the events and the model calls."""
 
     def __init__(self, scenario: Scenario, setting: Setting, clients: RoleClients, settings: Settings, *,
-                 key: str, level: str, seed_index: int = 0):
+                 key: str, condition: str, seed_index: int = 0):
         self.scenario, self.setting, self.settings = scenario, setting, settings
-        self.key, self.level, self.seed_index = key, level, seed_index
+        self.key, self.condition, self.seed_index = key, condition, seed_index
         self.agents = self._agents()
         self.entry = self.agents[0]
         self.injection: Injection = plan_injection(scenario, [a.id for a in self.agents])
@@ -153,7 +153,7 @@ class AgentSystem:
 
         tools = tuple((t, tool_fields(self.scenario, self.sandbox.tools[t])) for t in agent.tools)
         spec = action_spec(tools, tuple(self.peers(agent)), agent.id == self.entry.id, self.settings.text_chars)
-        seed = derive_seed(self.settings.run_seed, self.scenario.id, self.level, self.seed_index, self.round, agent.id)
+        seed = derive_seed(self.settings.run_seed, self.scenario.id, self.condition, self.seed_index, self.round, agent.id)
         return await self.calls.call(role="agent", build=build, n_history=len(history), output=spec, seed=seed,
                                      tag=f"{self.key} r{self.round} {agent.id}",
                                      where={"round": self.round, "speaker": agent.id})
@@ -246,7 +246,7 @@ class AgentSystem:
     def record(self, termination: str, wall_s: float) -> Transcript:
         s = self.scenario
         return Transcript(
-            key=self.key, scenario=s.id, category=s.vertical, level=self.level, seed_index=self.seed_index,
+            key=self.key, scenario=s.id, category=s.vertical, condition=self.condition, seed_index=self.seed_index,
             model=self.clients.for_role("agent").model_name, models={"agent": self.clients.for_role("agent").model_name},
             termination=termination, rounds=self.round, max_rounds=self.settings.max_rounds,
             entries=[e.entry for e in self.events], n_messages=sum(1 for e in self.events if e.entry.kind == "message"),

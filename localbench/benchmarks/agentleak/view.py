@@ -47,13 +47,13 @@ def view_simulation(t: Transcript, judgments: list[Judgment], s: Scenario) -> Si
     labels += [Label(judge="leak", item="*", recipient=c, source="failed", failure="the judge call on this channel failed",
                      judge_model=judge_model, rubric_hash=rubric) for c in sorted(failed)]
     attack = t.payload.get("attack") or {}
-    trace = [("setting", t.level), ("topology", s.topology), ("agents", ", ".join(t.payload.get("agents") or [])),
+    trace = [("setting", t.condition), ("topology", s.topology), ("agents", ", ".join(t.payload.get("agents") or [])),
              ("attack", f"{s.attack.level} {s.attack.family or ''} {s.attack.cls or ''}".strip()),
              ("delivered to", ", ".join(attack.get("delivered") or []) or "—"),
              ("tools called", ", ".join(t.payload.get("tools_called") or []) or "none"),
              ("not judged yet", ", ".join(sorted(missing)) or "—")]
     return SimulationView(
-        key=t.key, scenario=s.id, title=s.id, category=t.category, level=t.level, seed_index=t.seed_index,
+        key=t.key, scenario=s.id, title=s.id, category=t.category, condition=t.condition, seed_index=t.seed_index,
         model=t.model, termination=t.termination, task=s.task, participants=participants, items=items,
         messages=messages, labels=labels,
         panels=[Panel(title="Trace", rows=trace), Panel(title="Final answer (C1)", rows=[("text", t.payload.get("final") or "—")])],

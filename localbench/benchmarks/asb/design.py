@@ -42,7 +42,7 @@ DEFAULT_MAX_ROUNDS: dict[str, int] = {"CD": 10, "MC": 10, "CU": 10, "GC": 15, "A
 # in 5 minutes on a 2-core CPU (bench/pipeline_idle.md: a fourth round of the dyadic categories was
 # the run's longest simulation's tail, and the small model fills every message to its limit). Any
 # flag or a spec file replaces it (README, "Running more").
-EMBEDDED_DEFAULT = {"scenarios": "builtin", "levels": ["L0", "L2"], "limit": 1, "max_tokens": 160,
+EMBEDDED_DEFAULT = {"scenarios": "builtin", "conditions": ["L0", "L2"], "limit": 1, "max_tokens": 160,
                     "max_rounds": {c: 3 for c in ("CD", "MC", "CU", "GC", "HS", "CM", "AM")}}
 
 SPLITS = ("_full", "_partial")

@@ -374,7 +374,7 @@ class Simulation:
     def record(self, termination: str, wall_s: float) -> Transcript:
         s, t = self.scenario, self.task
         return Transcript(
-            key=t.key, scenario=s.id, category=s.category, level=self.level.label, seed_index=t.seed_index,
+            key=t.key, scenario=s.id, category=s.category, condition=self.level.label, seed_index=t.seed_index,
             model=self.clients.for_role("agent").model_name,
             models={r: self.clients.for_role(r).model_name for r in TEMPERATURES},
             termination=termination, rounds=self.round, max_rounds=self.settings.max_rounds,

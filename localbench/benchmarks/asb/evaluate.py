@@ -27,7 +27,7 @@ def delivered_messages(transcript: Transcript) -> list[dict[str, Any]]:
 
 
 def _meta(t: Transcript, call: JudgeCall) -> dict[str, Any]:
-    return {"sim_key": t.key, "scenario": t.scenario, "category": t.category, "level": t.level,
+    return {"sim_key": t.key, "scenario": t.scenario, "category": t.category, "condition": t.condition,
             "seed_index": t.seed_index, "model": t.model, "judge": call.judge,
             "target": call.target, "rubric": call.rubric, "rubric_hash": call.rubric_hash,
             "schema_hash": schema_hash(call.schema), "n_messages": call.n_messages, "truncated": call.truncated}

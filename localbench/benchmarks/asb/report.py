@@ -17,9 +17,9 @@ from localbench.design import ALL
 from localbench.report.plan import ReportPlan
 from localbench.report.aggregate import Estimate, pooled_leak, pooled_metric
 from localbench.report.data import RunData
-from localbench.report.figures import FigureResult, group_heatmap, join_notes, metric_by_level, split_bars, tradeoff
+from localbench.report.figures import FigureResult, group_heatmap, join_notes, metric_by_condition, split_bars, tradeoff
 from localbench.report.tables import (Cell, CellFormat, Column, Row, Table, agents, ci_note, has_row,
-                                      headline_by_level_table, headline_table, label_headers, labels, metric_column,
+                                      headline_by_condition_table, headline_table, label_headers, labels, metric_column,
                                       safe_name)
 
 UTILITY = ("IAS", "TCQ", "Task%")  # pooled over every category in the headline and ladder tables
@@ -27,17 +27,17 @@ UTILITY = ("IAS", "TCQ", "Task%")  # pooled over every category in the headline 
 
 def lead_table(run: RunData, fmt: CellFormat = "pm") -> Table:
     """What the report opens with: every headline metric of every model at every level."""
-    return headline_by_level_table(run, fmt, pooled=UTILITY)
+    return headline_by_condition_table(run, fmt, pooled=UTILITY)
 
 
 def main_tables(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
     """Table 2 at each level."""
-    return [headline_table(run, lv, fmt, pooled=UTILITY, name=f"table2_main_{safe_name(lv)}") for lv in run.levels()]
+    return [headline_table(run, lv, fmt, pooled=UTILITY, name=f"table2_main_{safe_name(lv)}") for lv in run.conditions()]
 
 
 def ladder_table(run: RunData, fmt: CellFormat = "pm") -> Table:
     """Table 3: per model, one row per level (dyadic leak, multi-party leak, IAS, TCQ, Task%) and a Δ row."""
-    levels = run.levels()
+    levels = run.conditions()
     cats = set(run.categories())
     cols: list[Column] = []
     groups: list[tuple[str, tuple[str, ...]]] = []
@@ -90,7 +90,7 @@ def split_table(run: RunData, fmt: CellFormat = "pm") -> Table | None:
     for model, judge in agents(run):
         if t.rows:
             t.breaks.add(len(t.rows))
-        for lv in run.levels():
+        for lv in run.conditions():
             full = pooled_leak(run, model, lv, cats, judge, part="_full")
             part = pooled_leak(run, model, lv, cats, judge, part="_partial")
             share: Cell = None
@@ -114,7 +114,7 @@ def secondary_table(run: RunData, fmt: CellFormat = "pm") -> Table | None:
     t = Table(name="table2b_secondary", title="Secondary leakage metrics by level",
               label_headers=label_headers(run, "Level"), columns=[c for c, _ in cols], fmt=fmt)
     for model, judge in agents(run):
-        for level in run.levels():
+        for level in run.conditions():
             cells: list[Cell] = [Estimate.from_row(run.row(col.metric, model, level, cat, judge), False)
                                  for col, cat in cols]
             t.rows.append(Row(labels(model, judge) + [level], cells))
@@ -147,7 +147,7 @@ def behaviour_table(run: RunData, fmt: CellFormat = "pm") -> Table | None:
     for model, judge in agents(run):
         if t.rows:
             t.breaks.add(len(t.rows))
-        for lv in run.levels():
+        for lv in run.conditions():
             cells: list[Cell] = []
             for m in names:
                 row = run.row(m, model, lv, ALL, judge)
@@ -166,7 +166,7 @@ def _one(build):
 
 def level_effect(run: RunData) -> FigureResult:
     """Headline leakage metric of each category against the privacy level, one line per model."""
-    fig = metric_by_level(run, "level_effect", "Headline metric by privacy level", [(c, HEADLINE[c]) for c in CATEGORIES])
+    fig = metric_by_condition(run, "level_effect", "Headline metric by privacy level", [(c, HEADLINE[c]) for c in CATEGORIES])
     fig.caption = ("Each panel is one category's headline metric at each privacy level, one line per model: "
                    "a leakage rate that falls from L0 to L2 means the privacy instructions work (ACS should rise).")
     fig.alt = ("Line charts, one per category, of the headline leakage metric with 95% confidence intervals "

@@ -35,7 +35,7 @@ def scenario_scores(transcripts: list[Transcript], judgments: Iterable[Judgment]
                 m.fail(*leakage_metrics(sc.category))
         pair = f"{sc.source_domain}→{sc.target_domain}" if sc.category == "CD" and sc.source_domain else None
         out.append(ScenarioScore(
-            key=t.key, scenario=sc.id, category=sc.category, level=t.level, seed_index=t.seed_index, model=t.model,
+            key=t.key, scenario=sc.id, category=sc.category, condition=t.condition, seed_index=t.seed_index, model=t.model,
             judge=judge_model, group=pair,
             metrics={k: (None if v is None or (isinstance(v, float) and math.isnan(v)) else v)
                      for k, v in m.values.items()},

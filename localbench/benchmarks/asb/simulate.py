@@ -35,9 +35,9 @@ def check_spec(spec: RunSpec) -> None:
     """Simulation-specific checks of a spec, with the field named (round limits are checked
     against the design when the spec is validated)."""
     try:
-        resolve_levels(spec.levels)
+        resolve_levels(spec.conditions)
     except LevelError as e:  # named as the spec's field, as the other benchmarks' level errors are
-        raise SpecError(f"field 'levels': {e}") from e
+        raise SpecError(f"field 'conditions': {e}") from e
     from localbench.serving.presets import load_preset
 
     for role in spec.design.simulation_roles:
@@ -56,7 +56,7 @@ def engine_for(scenario: Scenario) -> type[Simulation]:
 
 def plan(spec: RunSpec, scenarios: list[Scenario]) -> list[Unit]:
     """Every simulation of the run, in a stable order (the harness keeps this shard's share)."""
-    levels = resolve_levels(spec.levels)
+    levels = resolve_levels(spec.conditions)
     tasks = [SimTask(sc, lv, i) for sc in scenarios for lv in levels for i in range(spec.seeds)]
     return [Unit(t.scenario.id, t.scenario.category, t.level.label, t.seed_index, task=t) for t in tasks]
 
@@ -72,7 +72,7 @@ def provenance(spec: RunSpec, clients: RoleClients, scenarios: list[Scenario], n
     chars = {cat: settings_for(spec, cat).message_max_chars for cat in DEFAULT_MAX_ROUNDS}
     return {
         "models": models,
-        "levels": {lv.label: {"mode": lv.mode, "components": list(lv.components)} for lv in resolve_levels(spec.levels)},
+        "levels": {lv.label: {"mode": lv.mode, "components": list(lv.components)} for lv in resolve_levels(spec.conditions)},
         "prompts": template_hashes(),
         "prompt_set": prompt_set_hash(),
         "action_schemas": {sc.id: specs_hash(engine_for(sc).action_specs(sc, chars[sc.category])) for sc in scenarios},

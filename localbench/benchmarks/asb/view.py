@@ -149,6 +149,6 @@ def view_simulation(t: Transcript, judgments: list[Judgment], s: Scenario) -> Si
     if s.source_domain:
         info.append(("domains", f"{s.source_domain} → {s.target_domain}"))
     return SimulationView(
-        key=t.key, scenario=t.scenario, title=s.id, category=t.category, level=t.level, seed_index=t.seed_index,
+        key=t.key, scenario=t.scenario, title=s.id, category=t.category, condition=t.condition, seed_index=t.seed_index,
         model=t.model, termination=t.termination, task=s.task, participants=_participants(s), items=_items(s),
         messages=_messages(t), labels=labels, panels=[Panel(title="Simulation", rows=info), *panels], error=t.error)

@@ -1,6 +1,6 @@
 """What an attacker is, what it returns, and how a run's condition names one.
 
-A simulation is one attacker investigating one user. The condition axis value (``spec.levels``)
+A simulation is one attacker investigating one user. The condition axis value (``spec.conditions``)
 names the attacker, any ablation flags and any defense: ``text``, ``post``, ``selfdisc``,
 ``single``, ``abductive``, ``abductive-no-verifier`` (an ablation), ``single+sanitized`` (the
 attacker against the sanitizer's rewrite of the user's posts), and the reference attackers

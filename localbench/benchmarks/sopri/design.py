@@ -84,7 +84,7 @@ DESIGN = Design(
     ),
     metrics=METRICS,
     headline={c: "PES" for c in COHORTS},
-    embedded_default={"scenarios": "builtin", "levels": ["single", "text"], "max_rounds": {"synthetic": 4}},
+    embedded_default={"scenarios": "builtin", "conditions": ["single", "text"], "max_rounds": {"synthetic": 4}},
     settings=SopriSettings,
     max_rounds={"synthetic": 8},
 )

@@ -69,7 +69,7 @@ def decode(call: JudgeCall, parsed: dict[str, Any]) -> dict[str, Any]:
 
 
 def is_sanitized(t: Transcript) -> bool:
-    return Condition.parse(t.level).defense == "sanitized"
+    return Condition.parse(t.condition).defense == "sanitized"
 
 
 def intent_tasks(spec: RunSpec, transcripts: list[Transcript], scenarios: dict[str, User],

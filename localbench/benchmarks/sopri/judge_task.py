@@ -28,7 +28,7 @@ def judge_key(sim_key: str, judge: str) -> str:
 def judge_meta(t: Transcript, judge: str, rubric: str, rubric_hash: str, schema: dict[str, Any] | None, n: int,
                planned: Mapping[str, list[str]]) -> dict[str, Any]:
     """What a judgment of ``t`` records besides its label (``planned``: judge → targets of the simulation)."""
-    return {"sim_key": t.key, "scenario": t.scenario, "category": t.category, "level": t.level,
+    return {"sim_key": t.key, "scenario": t.scenario, "category": t.category, "condition": t.condition,
             "seed_index": t.seed_index, "model": t.model, "judge": judge, "target": TARGET, "rubric": rubric,
             "rubric_hash": rubric_hash, "schema_hash": schema_hash(schema) if schema else "", "n_messages": n,
             "sim_targets": dict(planned)}

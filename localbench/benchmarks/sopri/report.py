@@ -20,7 +20,7 @@ from localbench.report.plan import ReportPlan
 from localbench.runlog import RunPaths, Transcript, recorded_judge
 from localbench.report.aggregate import Estimate
 from localbench.report.data import RunData
-from localbench.report.figures import FigureResult, bars_by_level
+from localbench.report.figures import FigureResult, bars_by_condition
 from localbench.report.tables import (Cell, CellFormat, Column, Row, Table, agents, ci_note, label_headers, labels,
                                       metric_column)
 
@@ -29,15 +29,15 @@ ABLATION = ("PES", "ACC", "GRAN", "PES:d4", "ROUTE")
 DEFENSE = "+sanitized"
 
 
-def _cell(run: RunData, metric: str, model: str, level: str, judge: str | None) -> Estimate:
+def _cell(run: RunData, metric: str, model: str, attacker: str, judge: str | None) -> Estimate:
     """A metric over every cohort (ALL), or the only cohort's row where the run has one."""
-    row = run.row(metric, model, level, ALL, judge)
+    row = run.row(metric, model, attacker, ALL, judge)
     if row is None and len(cats := [c for c in run.categories() if c != ALL]) == 1:
-        row = run.row(metric, model, level, cats[0], judge)
+        row = run.row(metric, model, attacker, cats[0], judge)
     return Estimate.from_row(row)
 
 
-def _table(run: RunData, fmt: CellFormat, name: str, title: str, metrics: tuple[str, ...], levels: list[str],
+def _table(run: RunData, fmt: CellFormat, name: str, title: str, metrics: tuple[str, ...], attackers: list[str],
            headers: dict[str, str] | None = None, note: str = "") -> Table:
     cols = [metric_column(run, m, (headers or {}).get(m)) for m in metrics]
     t = Table(name=name, title=title, label_headers=label_headers(run, run.design.condition.label), columns=cols,
@@ -45,7 +45,7 @@ def _table(run: RunData, fmt: CellFormat, name: str, title: str, metrics: tuple[
     for model, judge in agents(run):
         if t.rows:
             t.breaks.add(len(t.rows))
-        for lv in levels:
+        for lv in attackers:
             t.rows.append(Row(labels(model, judge) + [lv], [_cell(run, m, model, lv, judge) for m in metrics]))
     t.notes.append(ci_note(run, fmt, list(metrics)))
     if note:
@@ -124,42 +124,42 @@ def run_notes(run: RunData) -> list[str]:
 
 
 def lead_table(run: RunData, fmt: CellFormat = "pm") -> Table:
-    t = _table(run, fmt, "pes", "Privacy exposure per attacker (all cohorts)", LEAD, run.levels(),
+    t = _table(run, fmt, "pes", "Privacy exposure per attacker (all cohorts)", LEAD, run.conditions(),
                note="PES: Σ g·s / Σ s over each user's leaked attributes (g the granularity of its one answer, "
                     "the answer's value for that attribute; s contextual sensitivity 1–5); ACC: share of leaked "
                     "attributes inferred at any depth; GRAN: mean granularity of those inferred. Bootstrapped "
                     "over users.")
-    t.notes += [note for lv, note in REFERENCE_NOTES.items() if lv in run.levels()]
+    t.notes += [note for lv, note in REFERENCE_NOTES.items() if lv in run.conditions()]
     t.notes += run_notes(run)
-    if any(lv.startswith("abductive") for lv in run.levels()):
+    if any(lv.startswith("abductive") for lv in run.conditions()):
         t.notes.append(ABDUCTIVE_DEPARTURES)
     return t
 
 
 def difficulty_table(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
     heads = {m: f"{m[4:]} {DIFFICULTIES[int(m[-1])]}" for m in DIFFICULTY_METRICS}
-    return [_table(run, fmt, "pes_by_difficulty", "PES by difficulty of the leak", DIFFICULTY_METRICS, run.levels(),
+    return [_table(run, fmt, "pes_by_difficulty", "PES by difficulty of the leak", DIFFICULTY_METRICS, run.conditions(),
                    heads, note="d1–d3: a single post's text, image, or both; d4: only several posts together.")]
 
 
 def dimension_table(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
     heads = {m: m[4:] for m in DIMENSION_METRICS}
-    return [_table(run, fmt, "pes_by_dimension", "PES by profile dimension", DIMENSION_METRICS, run.levels(), heads)]
+    return [_table(run, fmt, "pes_by_dimension", "PES by profile dimension", DIMENSION_METRICS, run.conditions(), heads)]
 
 
 def ablation_table(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
-    levels = [lv for lv in run.levels() if lv == "abductive" or lv.startswith("abductive-no-")]
-    if not any(lv.startswith("abductive-no-") for lv in levels):
+    attackers = [lv for lv in run.conditions() if lv == "abductive" or lv.startswith("abductive-no-")]
+    if not any(lv.startswith("abductive-no-") for lv in attackers):
         return []
-    return [_table(run, fmt, "ablation", "Abductive attacker: what each part buys", ABLATION, levels,
+    return [_table(run, fmt, "ablation", "Abductive attacker: what each part buys", ABLATION, attackers,
                    note="Each abductive-no-<part> row is the abductive attacker without that part; ROUTE is the "
                         "route budget it spent per user (tool cost units).")]
 
 
 def defense_table(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
     """Each attacker before and after the sanitizer rewrote the posts, with the defense's utility."""
-    present = set(run.levels())
-    pairs = [(lv.removesuffix(DEFENSE), lv) for lv in run.levels() if lv.endswith(DEFENSE)
+    present = set(run.conditions())
+    pairs = [(lv.removesuffix(DEFENSE), lv) for lv in run.conditions() if lv.endswith(DEFENSE)
              and lv.removesuffix(DEFENSE) in present]
     if not pairs:
         return []
@@ -182,15 +182,15 @@ def defense_table(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
 
 
 def _route_max(run: RunData) -> dict[tuple[str, str], float]:
-    """(model, level) → the most route budget one user took (its seeds averaged)."""
+    """(model, attacker) → the most route budget one user took (its seeds averaged)."""
     per: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for s in run.scenarios or []:
         v = s.metrics.get("ROUTE")
         if v is not None:
-            per[(s.model, s.level, s.scenario)].append(float(v))
+            per[(s.model, s.condition, s.scenario)].append(float(v))
     out: dict[tuple[str, str], float] = {}
-    for (model, level, _), vs in per.items():
-        out[(model, level)] = max(out.get((model, level), 0.0), sum(vs) / len(vs))
+    for (model, attacker, _), vs in per.items():
+        out[(model, attacker)] = max(out.get((model, attacker), 0.0), sum(vs) / len(vs))
     return out
 
 
@@ -204,7 +204,7 @@ def cost_table(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
     t = Table(name="cost", title="Exposure against route budget spent", label_headers=label_headers(
         run, run.design.condition.label), columns=cols, fmt=fmt)
     for model, judge in agents(run):
-        for lv in run.levels():
+        for lv in run.conditions():
             m = most.get((model, lv))
             t.rows.append(Row(labels(model, judge) + [lv], [_cell(run, "PES", model, lv, judge),
                                                             _cell(run, "ROUTE", model, lv, judge),
@@ -215,7 +215,7 @@ def cost_table(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
 
 
 def difficulty_figure(run: RunData) -> FigureResult:
-    fig = bars_by_level(run, "pes_by_difficulty", "PES by difficulty and attacker", list(DIFFICULTY_METRICS),
+    fig = bars_by_condition(run, "pes_by_difficulty", "PES by difficulty and attacker", list(DIFFICULTY_METRICS),
                         [f"d{d}" for d in DIFFICULTIES])
     fig.caption = ("Each group of bars is one difficulty, one bar per attacker: cross-post leaks (d4) are where an "
                    "attacker that links posts should stand out; image leaks (d2) need one that reads images.")

@@ -179,7 +179,7 @@ def scenario_scores(transcripts: list[Transcript], judgments: list[Judgment], sc
                 failed += _applicable(user)
                 if _applicable(user):  # a user with nothing leaked has no leakage value to miss
                     why, finishes = got.why, got.status == "missing"
-        out.append(ScenarioScore(key=t.key, scenario=t.scenario, category=t.category, level=t.level,
+        out.append(ScenarioScore(key=t.key, scenario=t.scenario, category=t.category, condition=t.condition,
                                  seed_index=t.seed_index, model=t.model, judge=judge, metrics=metrics,
                                  failed=failed, unscored=why,
                                  judge_stage_finishes=finishes, payload=payload))

@@ -46,9 +46,9 @@ NOT_ANSWERED = ("no_answer", "context_exhausted")
 
 def conditions_of(spec: RunSpec) -> list[Condition]:
     try:
-        return [Condition.parse(lv) for lv in spec.levels or []]
+        return [Condition.parse(lv) for lv in spec.conditions or []]
     except ConditionError as e:
-        raise SpecError(f"field 'levels': {e}") from e
+        raise SpecError(f"field 'conditions': {e}") from e
 
 
 def answer_tokens(spec: RunSpec) -> int:
@@ -88,7 +88,7 @@ class SopriSimulator(Simulator):
         return list(res.users), len(getattr(res, "issues", []) or [])
 
     def plan(self, spec: RunSpec, users: list[User]) -> list[Unit]:
-        return [Unit(u.id, u.cohort, lv, i, task=u) for u in users for lv in spec.levels or []
+        return [Unit(u.id, u.cohort, lv, i, task=u) for u in users for lv in spec.conditions or []
                 for i in range(spec.seeds)]
 
     def fingerprint(self, users: list[User]) -> dict[str, str]:
@@ -102,7 +102,7 @@ class SopriSimulator(Simulator):
         return {
             "models": model_provenance(clients, CALL_ROLES),
             "conditions": {lv: {"attacker": c.attacker, "without": list(c.without), "defense": c.defense}
-                           for lv, c in zip(spec.levels or [], conditions_of(spec))},
+                           for lv, c in zip(spec.conditions or [], conditions_of(spec))},
             "vision": vision_of(clients),
             "prompts": PROMPTS.hashes(),
             "prompt_set": PROMPTS.set_hash(),
@@ -121,7 +121,7 @@ class SopriSimulator(Simulator):
         none for a VLM. Images already in the OCR cache cost nothing."""
         vision = vision_of(clients)
         users = {u.scenario: u.task for u in units
-                 if not vision and Condition.parse(u.level).attacker not in (*REFERENCE, "text")}
+                 if not vision and Condition.parse(u.condition).attacker not in (*REFERENCE, "text")}
         paths = [f for user in users.values() for f in image_files(user).values()]
         if not paths:
             return ""
@@ -141,7 +141,7 @@ class SopriSimulator(Simulator):
     async def play(self, unit: Unit, clients: RoleClients, spec: RunSpec) -> Transcript:
         t0 = time.monotonic()
         user: User = unit.task
-        condition = Condition.parse(unit.level)
+        condition = Condition.parse(unit.condition)
         calls = SimulationCalls(clients, answer_tokens(spec), temperatures(spec))
         if condition.defense == "sanitized":
             from localbench.benchmarks.sopri.defense import sanitize_user
@@ -153,7 +153,7 @@ class SopriSimulator(Simulator):
         max_rounds = spec.max_rounds_for(user.cohort)
         ctx = AttackContext(
             user=user, condition=condition, toolbox=toolbox, calls=calls, log=log,
-            seed=lambda *p: derive_seed(spec.seed, user.id, unit.level, unit.seed_index, *p),
+            seed=lambda *p: derive_seed(spec.seed, user.id, unit.condition, unit.seed_index, *p),
             key=unit.key, vision=vision, max_inferences=spec.settings.max_inferences,
             budget=spec.settings.route_budget,
             settings={**spec.extra, "max_rounds": max_rounds, "ocr_reader": self.reader, "suite_users": self.suite})
@@ -182,7 +182,7 @@ def draw_graph(spec: RunSpec, unit: Unit, graph: dict[str, Any]) -> list[str]:
 
     stem = "-".join(unit.key.split("|")).replace("+", "_")
     folder = spec.run_dir / GRAPHS
-    title = f"evidence graph: {unit.scenario} · {unit.level} · seed {unit.seed_index}"
+    title = f"evidence graph: {unit.scenario} · {unit.condition} · seed {unit.seed_index}"
     write_atomic(folder / f"{stem}.html", render_html(graph, title=title))
     render_png(graph, folder / f"{stem}.png", title=title)
     return [f"{GRAPHS}/{stem}.html", f"{GRAPHS}/{stem}.png"]
@@ -205,7 +205,7 @@ def record(unit: Unit, user: User, condition: Condition, clients: RoleClients, c
         **{k: v for k, v in result.payload.items() if k != "answered"},
     }
     return Transcript(
-        key=unit.key, scenario=user.id, category=user.cohort, level=unit.level, seed_index=unit.seed_index,
+        key=unit.key, scenario=user.id, category=user.cohort, condition=unit.condition, seed_index=unit.seed_index,
         model=models["attacker"], models=models, termination=result.termination,
         rounds=len({e.round for e in log.entries if e.kind in ("model_call", "failed")}), max_rounds=max_rounds,
         entries=log.entries, n_messages=0, **calls.counts(), prompts=PROMPTS.set_hash(),

@@ -78,7 +78,7 @@ function listHash(f) {
 
 // -- the list ------------------------------------------------------------------------------------
 const FILTERS = [
-  ["run", "Run"], ["category", "Category"], ["level", "Level"], ["model", "Model"], ["seed", "Seed"],
+  ["run", "Run"], ["category", "Category"], ["condition", "Condition"], ["model", "Model"], ["seed", "Seed"],
   ["judge", "Judge"], ["termination", "Ended"],
 ];
 const LEAKED = {"": "any", yes: "leaked", no: "not leaked", unknown: "unknown (judge failed)"};
@@ -108,7 +108,7 @@ function defaults(f) {
 }
 function ordered(key, values) {
   const order = [];
-  for (const r of INDEX.runs) order.push(...(key === "level" ? r.levels : key === "category" ? r.categories : []));
+  for (const r of INDEX.runs) order.push(...(key === "condition" ? r.conditions : key === "category" ? r.categories : []));
   const rank = (v) => { const i = order.indexOf(v); return i < 0 ? order.length : i; };
   return [...values].sort((a, b) => rank(a) - rank(b) || (typeof a === "number" ? a - b : String(a).localeCompare(String(b))));
 }
@@ -130,8 +130,8 @@ function showList(app, query) {
     const counts = new Map();
     for (const r of base) counts.set(r[k], (counts.get(r[k]) || 0) + 1);
     const values = ordered(k, new Set(INDEX.rows.map((r) => r[k])));
-    if (values.length < 2 && k !== "level" && k !== "category") continue;
-    const name = k === "level" ? r0.level_label : k === "category" ? r0.category_label : label;
+    if (values.length < 2 && k !== "condition" && k !== "category") continue;
+    const name = k === "condition" ? r0.condition_label : k === "category" ? r0.category_label : label;
     const sel = el("select", {name: k, "data-filter": k, onchange: (e) => { location.hash = listHash({...f, [k]: e.target.value}); }});
     if (k === "judge") {
       sel.append(el("option", {value: "own", text: "each run's own"}), el("option", {value: "*", text: "all judges"}));
@@ -162,7 +162,7 @@ function showList(app, query) {
   const summary = el("p", {id: "count", class: "count"},
     `${rows.length} of ${INDEX.rows.length} simulations shown · ${leaked} leaked · ${failed} with a failed judge call`);
 
-  const cols = [["n", "#"], ["scenario", "Scenario"], ["category", r0.category_label], ["level", r0.level_label],
+  const cols = [["n", "#"], ["scenario", "Scenario"], ["category", r0.category_label], ["condition", r0.condition_label],
     ["model", "Model"], ["seed", "Seed"], ["judge", "Judge"], ["termination", "Ended"], ["n_leaks", "Leaks"],
     ["n_messages", "Messages"]];
   const head = el("tr", {}, cols.map(([k, t]) => el("th", {},
@@ -179,7 +179,7 @@ function showList(app, query) {
       body.append(el("tr", {class: r.leaked ? "leaked" : ""},
         el("td", {}, el("a", {href: `#sim/${r.n}`, text: String(r.n)})),
         el("td", {}, el("a", {href: `#sim/${r.n}`, text: r.title})),
-        el("td", {text: r.category}), el("td", {text: r.level}), el("td", {text: r.model}), el("td", {text: r.seed}),
+        el("td", {text: r.category}), el("td", {text: r.condition}), el("td", {text: r.model}), el("td", {text: r.seed}),
         el("td", {text: r.judge}), el("td", {text: r.termination}), el("td", {}, leaks), el("td", {text: r.n_messages}),
         el("td", {class: "flags", text: flags})));
     }
@@ -221,7 +221,7 @@ function simView(sim, n, compact) {
     if (was !== "full") carried.set(i, lb.level === "full" ? "full" : "partial");
   }
   const facts = el("dl", {class: "facts"},
-    ...[["Run", sim.run], [r.category_label, sim.category], [r.level_label, sim.level], ["Model", sim.model],
+    ...[["Run", sim.run], [r.category_label, sim.category], [r.condition_label, sim.condition], ["Model", sim.model],
       ["Seed", sim.seed_index], ["Judge", sim.judge || "—"], ["Ended", sim.termination]].flatMap(([k, v]) => [el("dt", {text: k}), el("dd", {text: v})]));
   const out = el("section", {class: "sim", "data-sim": n},
     el("h2", {}, sim.title || sim.scenario, " ", el("span", {class: "muted", text: `#${n}`})), facts);
@@ -284,7 +284,7 @@ function simView(sim, n, compact) {
     if (others.length) {
       const sel = el("select", {id: "compare-with", onchange: (e) => { if (e.target.value) location.hash = `#compare/${n}/${e.target.value}`; }},
         el("option", {value: "", text: "compare side by side with…"}),
-        others.map((o) => el("option", {value: String(o.n), text: `${r.level_label} ${o.level} · ${o.model} · seed ${o.seed} · judge ${o.judge}`})));
+        others.map((o) => el("option", {value: String(o.n), text: `${r.condition_label} ${o.condition} · ${o.model} · seed ${o.seed} · judge ${o.judge}`})));
       out.querySelector(".facts").after(el("p", {class: "compare"}, sel));
     }
   }

@@ -41,7 +41,7 @@ def trace_score(t: Transcript, judge: str) -> ScenarioScore:
         for d in flags:
             metrics[f"ASR:{d}"] = flags[d]["multi"]
     mismatch = sorted(q for q in QUANTITIES if from_messages[q] != flags["b"][q])
-    return ScenarioScore(key=t.key, scenario=t.scenario, category=t.category, level=t.level, seed_index=t.seed_index,
+    return ScenarioScore(key=t.key, scenario=t.scenario, category=t.category, condition=t.condition, seed_index=t.seed_index,
                          model=t.model, judge=judge, group=family, metrics=metrics,
                          payload={"trace_id": p.get("trace_id"), "scenario_id": p.get("scenario_id"),
                                   "attack_class": p.get("attack_class"), "messages": msgs,

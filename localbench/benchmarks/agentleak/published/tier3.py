@@ -66,7 +66,7 @@ def build_tasks(spec, transcripts: Sequence[Transcript], client, store) -> list:
         for call in calls:
             key = f"{t.key}|{JUDGE}|{call.target}"
             meta: dict[str, Any] = {"sim_key": t.key, "scenario": t.scenario, "category": t.category,
-                                    "level": t.level, "seed_index": t.seed_index, "model": t.model, "judge": JUDGE,
+                                    "condition": t.condition, "seed_index": t.seed_index, "model": t.model, "judge": JUDGE,
                                     "target": call.target, "rubric": call.rubric, "rubric_hash": call.rubric_hash,
                                     "schema_hash": schema_hash(call.schema), "n_messages": call.n_messages,
                                     "truncated": call.truncated, "sim_targets": planned}

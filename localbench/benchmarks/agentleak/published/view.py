@@ -27,7 +27,7 @@ def view_simulation(t: Transcript) -> SimulationView:
             ("source", f"{p['imported']['file']}:{p['imported']['line']}"), ("request", p["request"]),
             ("LLM calls (failed upstream)", f"{p['llm_calls']} ({p['llm_call_errors']})")]
     return SimulationView(
-        key=t.key, scenario=t.scenario, title=f"{p['scenario_id']} · {t.model}", category=t.category, level=t.level,
+        key=t.key, scenario=t.scenario, title=f"{p['scenario_id']} · {t.model}", category=t.category, condition=t.condition,
         model=t.model, termination=t.termination, task=p["request"],
         participants=[Participant(id=x, name=x, kind="agent") for x in ("single_agent", "coordinator", "worker")]
         + [Participant(id="user", name="user", kind="person"), Participant(id="memory", name="memory", kind="store")],
