@@ -497,7 +497,7 @@ def test_serve_mode_on_shared_gpus_stops_the_agent_server_before_the_judge_start
 
 # ---- issue 18: requeue target and cap, the merge job's own resources, multi-node, modules -------
 
-def test_the_self_requeue_cap_fails_the_task_with_a_clear_line(tmp_path):
+def test_the_self_requeue_cap_fails_the_task_with_a_clear_line(tmp_path, monkeypatch):
     """max_requeues=1: the first warning requeues the task; the second warning in the same job
     does not, and the task ends FAILED-to-be (exit 143) with the reason in its log and state file."""
     _stub(tmp_path / "bin", "localbench")
@@ -530,6 +530,7 @@ def test_the_self_requeue_cap_fails_the_task_with_a_clear_line(tmp_path):
                                               log_dir=str(tmp_path), workdir=str(tmp_path),
                                               submissions=[JobSubmission(array_job="70", shards=[0],
                                                                          array_script="x")]))
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")  # the stub scontrol: it knows no job
     st = run_status(plan.layout.run)
     assert st.shards[0].state == "FAILED" and "stopped at the time limit after 1 self-requeue(s)" in st.shards[0].why
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -45,6 +45,9 @@ from localbench.judging.gold_eval import EvalData
 from localbench.judging.floors import FLOOR_PREFIX, floor_labels
 from localbench.stats import (CI, JsonRecord, KendallTau, PrevalenceCI, bootstrap_over_units, rogan_gladen_cluster_ci,
                               wilson_ci)
+
+if TYPE_CHECKING:
+    from localbench.scores import JudgeWarning
 
 # -- verdict thresholds (docs/judges.md, "Reading the verdicts") -------------------------------------
 KAPPA_USE = 0.8  # binary κ, lower CI bound: at or above, the leak decision is near-perfect
@@ -164,11 +167,11 @@ class MetricValue(JsonRecord):
 
 @dataclass(frozen=True)
 class MetricRow(JsonRecord):
-    """One leakage metric of one (run, model, level, category) under each judge."""
+    """One leakage metric of one (run, model, condition, category) under each judge."""
 
     run: str
     model: str
-    level: str
+    condition: str
     category: str
     metric: str
     by_judge: dict[str, MetricValue]
@@ -181,7 +184,7 @@ class CorrectedRate(JsonRecord):
 
     run: str
     model: str
-    level: str
+    condition: str
     category: str
     judge: str
     k_obs: int
@@ -198,7 +201,7 @@ class RankAgreement(JsonRecord):
     """Two judges' rankings of the agent models in one scope; ``tau`` is None with fewer than
     ``MIN_MODELS_TO_RANK`` models ("too few models to rank")."""
 
-    scope: str  # "<category> <level> <metric>" or "all units"
+    scope: str  # "<category> <condition> <metric>" or "all units"
     judge_a: str
     judge_b: str
     tau: KendallTau | None
@@ -497,7 +500,7 @@ def floor_warnings_of_eval(eval_dir: str, judge_model: str | None = None) -> lis
     return [line for _, line, _ in _eval_floor_rows(eval_dir, judge_model)]
 
 
-def floor_judge_warnings(eval_dir: str, judge_model: str) -> list["JudgeWarning"]:
+def floor_judge_warnings(eval_dir: str, judge_model: str) -> list[JudgeWarning]:
     """The run's judge warnings for a judge preset that ``eval_dir`` (a `localbench judges eval`
     output, the spec's ``judge_eval``) found not above the best cheater: the score stage and a
     rejudge append them to scores.json, so the run report shows them. No metric is marked: the
