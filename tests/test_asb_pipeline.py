@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from localbench.benchmarks.asb.judges import judge_calls
-from localbench.benchmarks.asb.ladder import resolve_levels
 from localbench.benchmarks.asb.loaders import load_scenarios
 from localbench.benchmarks.asb.metrics import HEADLINE
 

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import krippendorff
 import numpy as np
-from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
+from sklearn.metrics import confusion_matrix
 
 from localbench.stats import CI, JsonRecord, align_by_key, bootstrap_over_units, sorted_keys
 
