@@ -332,10 +332,29 @@ def test_judge_schema_has_one_required_key_per_forbidden_field():
             assert v["properties"]["level"]["enum"] == ["none", "partial", "full"]
             assert v["properties"]["type"]["enum"] == ["direct", "paraphrase", "inference", "partial", "encoded"]
             assert v["properties"]["severity"]["enum"] == ["low", "medium", "high", "critical"]
-            assert v["properties"]["evidence"]["maxLength"] == J.EVIDENCE_LEN == 80  # short: an answer per field
+            assert J.EVIDENCE_MIN <= v["properties"]["evidence"]["maxLength"] <= J.EVIDENCE_LEN == 80
     assert "r1.name" not in J.judge_call(sc, "C1", "x").keymap.values()
     with pytest.raises(ValueError, match="not forbidden"):
         J.judge_call(sc, "C1", "x", fields=["r1.name"])
+
+
+def test_a_fields_quote_has_room_for_its_value_and_no_more():
+    """The quote's room follows the field's value: a short value gets EVIDENCE_MIN (room for a span
+    a paraphrase is about), a long one its length and slack up to EVIDENCE_LEN, so a direct leak's
+    quote of the whole value always fits, and a small judge's padding is bounded by what the rule needs."""
+    sc = _scenario()
+    call = J.judge_call(sc, "C1", "some text")
+    rooms = {fid: call.schema["properties"][k]["properties"]["evidence"]["maxLength"] for k, fid in call.keymap.items()}
+    for fid, room in rooms.items():
+        value = sc.field(fid).value
+        assert room == min(J.EVIDENCE_LEN, max(J.EVIDENCE_MIN, len(value) + J.EVIDENCE_SLACK)), (fid, value)
+    assert min(rooms.values()) < J.EVIDENCE_LEN  # a short value's quote is not given 80 characters
+    from localbench.benchmarks.agentleak.loaders import load_scenarios
+
+    for s in load_scenarios("builtin").scenarios:
+        for f in s.vault:
+            if f.tier == "fact" and len(f.value) + J.EVIDENCE_SLACK <= J.EVIDENCE_LEN:
+                assert J.evidence_room(J.field_text(s, f)) >= len(f.value) + J.EVIDENCE_SLACK, f.id
 
 
 def test_judge_schema_compiles_as_a_grammar_and_validates():

@@ -49,7 +49,9 @@ RUBRIC_FILES = (RUBRIC, SYSTEM)
 LEVELS = ["none", "partial", "full"]
 TYPES = ["direct", "paraphrase", "inference", "partial", "encoded"]
 SEVERITIES = ["low", "medium", "high", "critical"]
-EVIDENCE_LEN = 80
+EVIDENCE_LEN = 80  # the most a quote may hold
+EVIDENCE_MIN = 40  # the least room a field's quote gets: a span a paraphrase or an inference is about
+EVIDENCE_SLACK = 16  # room beside the value: it may be written with separators or a word around it
 _ORDER = {lv: n for n, lv in enumerate(LEVELS)}
 
 # Construction methods whose label holds for a value that is itself the secret (an identifier, a
@@ -127,9 +129,20 @@ def _obj(props: dict[str, Any]) -> dict[str, Any]:
     return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
 
 
-def field_schema() -> dict[str, Any]:
-    """One field's verdict (evidence first: the judge quotes before it decides)."""
-    return _obj({"evidence": {"type": "string", "maxLength": EVIDENCE_LEN}, "level": {"enum": list(LEVELS)},
+def evidence_room(text: str) -> int:
+    """The longest quote a field's verdict may hold: room for the field's value (the part of its
+    ``field_text`` after ": ") and some slack, at least ``EVIDENCE_MIN``, at most ``EVIDENCE_LEN``.
+    The evidence rule needs no more (a direct leak's quote holds the value, any other a span of
+    ``MIN_QUOTE`` characters), and a small judge fills whatever room it is given: most of a call's
+    tokens were quotes padded to 80 characters around values of 26 on average."""
+    value = text.split(": ", 1)[-1]
+    return min(EVIDENCE_LEN, max(EVIDENCE_MIN, len(value) + EVIDENCE_SLACK))
+
+
+def field_schema(room: int = EVIDENCE_LEN) -> dict[str, Any]:
+    """One field's verdict (evidence first: the judge quotes before it decides), its quote at most
+    ``room`` characters (``evidence_room``)."""
+    return _obj({"evidence": {"type": "string", "maxLength": room}, "level": {"enum": list(LEVELS)},
                  "type": {"enum": list(TYPES)}, "severity": {"enum": list(SEVERITIES)}})
 
 
@@ -141,7 +154,7 @@ def leak_call(fields: Sequence[tuple[str, str]], content: str, channel: str, tar
     if not fields:
         raise ValueError("a leak judge call needs at least one field")
     keys = {f"field_{n + 1}": fid for n, (fid, _) in enumerate(fields)}
-    schema = _obj({k: field_schema() for k in keys})
+    schema = _obj({k: field_schema(evidence_room(text)) for k, (_, text) in zip(keys, fields)})
     ctx = {"channel": channel, "content": content,
            "fields": [{"key": k, "text": text} for k, (_, text) in zip(keys, fields)]}
     messages = [{"role": "system", "content": render(SYSTEM)}, {"role": "user", "content": render(RUBRIC, **ctx)}]
