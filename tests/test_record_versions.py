@@ -71,3 +71,20 @@ def test_a_version_2_run_scores_and_reports_as_it_did(tmp_path):
     clr = {(row["metric"], row["condition"]): row["mean"] for row in scores["rows"]
            if row["metric"].startswith("CLR:") and row["category"] == "ALL"}
     assert clr[("CLR:C2", "multi")] > 0 and {v for (m, _), v in clr.items() if m != "CLR:C2"} == {0.0}  # the planted leak
+
+
+def test_a_version_1_scores_file_reads_and_reports_without_rescoring(tmp_path):
+    """A run scored before the rename is reported from its own scores.json (rows with ``level``),
+    to the same report as after rescoring it."""
+    from localbench.scores import Scores
+
+    old = Scores.read(RECORDED / "scores.json")
+    raw = json.loads((RECORDED / "scores.json").read_text())
+    assert [r.condition for r in old.rows] == [r["level"] for r in raw["rows"]] and old.rows
+    run = tmp_path / RECORDED.name
+    shutil.copytree(RECORDED, run)
+    r = CliRunner().invoke(app, ["report", str(run)])
+    assert r.exit_code == 0, (r.output, r.exception)
+    assert json.loads((run / "scores.json").read_text()) == raw  # reporting rewrote nothing
+    reported = _report_body(run / "report.md")
+    assert reported == _score_and_report(run)[1]
