@@ -23,7 +23,7 @@ import json
 import sys
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -50,6 +50,13 @@ class Unit:
     @property
     def key(self) -> str:
         return f"{self.scenario}|{self.condition}|{self.seed_index}"
+
+
+def every_unit(spec: RunSpec, scenarios: Iterable[Any], id_of: Callable[[Any], str],
+               category_of: Callable[[Any], str]) -> list[Unit]:
+    """The plan most simulators make: one Unit per scenario × condition × seed, the scenario its task."""
+    return [Unit(id_of(s), category_of(s), condition, i, task=s)
+            for s in scenarios for condition in spec.conditions or [] for i in range(spec.seeds)]
 
 
 class Simulator:

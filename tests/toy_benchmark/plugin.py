@@ -26,7 +26,7 @@ from localbench.judging.runner import JUDGE_TEMPERATURE, JudgeTask
 from localbench.runlog import Judgment, ScenarioScore, Transcript
 from localbench.runtime.calls import OutOfContext, SimulationCalls
 from localbench.runtime.clients import RoleClients
-from localbench.runtime.harness import Simulator, Unit, model_provenance
+from localbench.runtime.harness import Simulator, Unit, every_unit, model_provenance
 from localbench.runtime.log import ConversationLog
 from localbench.serving.output import OutputSpec
 from localbench.serving.seeds import derive_seed
@@ -116,8 +116,7 @@ class ToySimulator(Simulator):
         return load(spec.scenarios, spec.categories, spec.limit), 0
 
     def plan(self, spec: RunSpec, scenarios: list[Secret]) -> list[Unit]:
-        return [Unit(s.id, s.topic, tone, i, task=s) for s in scenarios for tone in spec.conditions or []
-                for i in range(spec.seeds)]
+        return every_unit(spec, scenarios, lambda s: s.id, lambda s: s.topic)
 
     def fingerprint(self, scenarios: list[Secret]) -> dict[str, str]:
         blob = json.dumps([s.__dict__ for s in scenarios], sort_keys=True) + _system(BUILTIN[0], "open")

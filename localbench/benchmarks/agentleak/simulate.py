@@ -16,7 +16,7 @@ from localbench.benchmarks.agentleak.scenario import Scenario
 from localbench.benchmarks.agentleak.system import TEMPERATURES, AgentSystem, Settings
 from localbench.runlog import Transcript
 from localbench.runtime.clients import RoleClients
-from localbench.runtime.harness import Simulator, Unit, model_provenance, scenarios_hash
+from localbench.runtime.harness import Simulator, Unit, every_unit, model_provenance, scenarios_hash
 from localbench.spec import RunSpec, SpecError
 
 CALL_ROLES = ("agent",)
@@ -55,8 +55,7 @@ class AgentLeakSimulator(Simulator):
         return load_for(spec)
 
     def plan(self, spec: RunSpec, scenarios: list[Scenario]) -> list[Unit]:
-        return [Unit(s.id, s.vertical, lv, i, task=s) for s in scenarios for lv in spec.conditions or []
-                for i in range(spec.seeds)]
+        return every_unit(spec, scenarios, lambda s: s.id, lambda s: s.vertical)
 
     def fingerprint(self, scenarios: list[Scenario]) -> dict[str, str]:
         return {"prompt_set": PROMPTS.set_hash(), "scenarios": scenarios_hash(scenarios)}

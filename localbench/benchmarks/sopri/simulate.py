@@ -33,7 +33,7 @@ from localbench.paths import cache_dir
 from localbench.runlog import Transcript
 from localbench.runtime.calls import OutOfContext, SimulationCalls
 from localbench.runtime.clients import RoleClients
-from localbench.runtime.harness import Simulator, Unit, model_provenance, scenarios_hash
+from localbench.runtime.harness import Simulator, Unit, every_unit, model_provenance, scenarios_hash
 from localbench.runtime.log import ConversationLog
 from localbench.serving.seeds import derive_seed
 from localbench.spec import RunSpec, SpecError
@@ -88,8 +88,7 @@ class SopriSimulator(Simulator):
         return list(res.users), len(getattr(res, "issues", []) or [])
 
     def plan(self, spec: RunSpec, users: list[User]) -> list[Unit]:
-        return [Unit(u.id, u.cohort, lv, i, task=u) for u in users for lv in spec.conditions or []
-                for i in range(spec.seeds)]
+        return every_unit(spec, users, lambda u: u.id, lambda u: u.cohort)
 
     def fingerprint(self, users: list[User]) -> dict[str, str]:
         return {"prompt_set": PROMPTS.set_hash(), "scenarios": scenarios_hash(users)}
