@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from localbench.benchmarks.agentleak.evaluate import build_tasks
+from localbench.benchmarks.agentleak.judge_stage import build_tasks
 from localbench.benchmarks.agentleak.loaders import load_scenarios
 from localbench.benchmarks.agentleak.oracle import play_oracle
 from localbench.benchmarks.agentleak.scoring import trace_metrics

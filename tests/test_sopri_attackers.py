@@ -343,7 +343,7 @@ def test_the_abductive_attacker_through_the_simulator_draws_its_graph(user, tiny
 
 def test_a_sanitized_simulation_carries_what_the_utility_judge_needs(user, tiny_backend, tmp_path):
     """Through the simulator and into the judge stage's planning: the rewrite travels in the transcript."""
-    from localbench.benchmarks.sopri.evaluate import build_tasks
+    from localbench.benchmarks.sopri.judge_stage import build_tasks
     from localbench.runlog import Judgment, RecordStore, Transcript
 
     spec = spec_for(tmp_path, ["text+sanitized"], answer_tokens=400)

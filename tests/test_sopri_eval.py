@@ -12,7 +12,7 @@ import pytest
 
 from fakes import ScriptedBackend
 from localbench.registry import get_benchmark
-from localbench.benchmarks.sopri.evaluate import build_tasks, judge_key
+from localbench.benchmarks.sopri.judge_stage import build_tasks, judge_key
 from localbench.benchmarks.sopri.judges import SlotItemJudge, build_gold, parse_gold_id
 from localbench.benchmarks.sopri.scenario import SLOTS, User
 from localbench.benchmarks.sopri.scoring import leak_units, scenario_scores

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from localbench.benchmarks.sopri.attack import Inference, answer_of, profile_of, profile_schema
-from localbench.benchmarks.sopri.evaluate import answers_of
+from localbench.benchmarks.sopri.judge_stage import answers_of
 from localbench.benchmarks.sopri.exact import exact_levels, level_of, normalise
 from localbench.benchmarks.sopri.loaders import load_users
 from localbench.benchmarks.sopri.reference import answer_value, majority_profile

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from localbench.benchmarks.agentleak.evaluate import JUDGE
+from localbench.benchmarks.agentleak.judge_stage import JUDGE
 from localbench.benchmarks.agentleak.judges import UNGROUNDED
 from localbench.runlog import Judgment
 

@@ -20,7 +20,7 @@ class AgentLeak(Benchmark):
 
     check_source = delegate(f"{HERE}.check:check_source")
     simulator = delegate(f"{HERE}.simulate:AgentLeakSimulator")
-    judge_tasks = delegate(f"{HERE}.evaluate:build_tasks")
+    judge_tasks = delegate(f"{HERE}.judge_stage:build_tasks")
     view_simulation = delegate(f"{HERE}.view:view_simulation")
     report_plan = delegate(f"{HERE}.report:report_plan")
     build_gold = delegate(f"{HERE}.gold_pairs:build_gold")

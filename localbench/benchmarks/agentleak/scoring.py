@@ -35,7 +35,7 @@ from collections import defaultdict
 from typing import Any
 
 from localbench.benchmarks.agentleak.detect import detect
-from localbench.benchmarks.agentleak.evaluate import JUDGE, channel_contents
+from localbench.benchmarks.agentleak.judge_stage import JUDGE, channel_contents
 from localbench.benchmarks.agentleak.scenario import CHANNELS, INTERNAL, Scenario
 from localbench.benchmarks.agentleak.task_judge import TASK_JUDGE, criteria_met
 from localbench.benchmarks.agentleak.weights import weight_of

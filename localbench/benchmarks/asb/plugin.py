@@ -22,7 +22,7 @@ class AgentSocialBench(Benchmark):
 
     check_source = delegate(f"{HERE}.check:check_source")
     simulator = delegate(f"{HERE}.simulate:AsbSimulator")
-    judge_tasks = delegate(f"{HERE}.evaluate:build_tasks")
+    judge_tasks = delegate(f"{HERE}.judge_stage:build_tasks")
     scenario_scores = delegate(f"{HERE}.scoring:scenario_scores")
     view_simulation = delegate(f"{HERE}.view:view_simulation")
     leak_units = delegate(f"{HERE}.metrics:leak_units")

@@ -6,7 +6,7 @@ value scores the deepest level of the hierarchy whose true value it contains aft
 compound answer ("Xihu, Hangzhou") scores its deepest right part; a flat value is right when it
 equals the truth after normalisation. The rule is written down in ``judges/sopri/exact.j2`` (its
 hash is recorded with each label). ``slot_named`` reads an old free-form attribute as a slot
-(``evaluate.inferences_of`` on transcripts written before the keyed answer).
+(``judge_stage.inferences_of`` on transcripts written before the keyed answer).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ class SopriBench(Benchmark):
 
     check_source = delegate(f"{HERE}.check:check_source")
     simulator = delegate(f"{HERE}.simulate:SopriSimulator")
-    judge_tasks = delegate(f"{HERE}.evaluate:build_tasks")
+    judge_tasks = delegate(f"{HERE}.judge_stage:build_tasks")
     scenario_scores = delegate(f"{HERE}.scoring:scenario_scores")
     view_simulation = delegate(f"{HERE}.view:view_simulation")
     leak_units = delegate(f"{HERE}.scoring:leak_units")  # each leaked attribute's grade; None where a call failed

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from localbench.benchmarks.sopri.evaluate import inferences_of
+from localbench.benchmarks.sopri.judge_stage import inferences_of
 from localbench.benchmarks.sopri.judges import GRANULARITY_JUDGE, RIGHT, WRONG, grade_levels
 from localbench.benchmarks.sopri.scenario import DIFFICULTIES, DIMENSIONS, SLOTS, User
 from localbench.runlog import Judgment, ScenarioScore, Transcript, by_simulation

@@ -9,7 +9,7 @@ import base64
 import mimetypes
 from typing import Any
 
-from localbench.benchmarks.sopri.evaluate import answers_of
+from localbench.benchmarks.sopri.judge_stage import answers_of
 from localbench.benchmarks.sopri.judges import GRANULARITY_JUDGE, truth_text
 from localbench.benchmarks.sopri.scenario import DIFFICULTIES, SLOTS, Post, User
 from localbench.benchmarks.sopri.scoring import grade, unit_level

@@ -1,6 +1,6 @@
 """Tier 3 on an imported run's sample (``sampling.py``): AgentLeak's own leak judge, imported, never
 copied: its calls (``judges.judge_calls``: the rubric, the schema, the split of long content), the
-fields it is asked about (``evaluate.judged_fields``: forbidden facts the rule tiers did not find) and
+fields it is asked about (``judge_stage.judged_fields``: forbidden facts the rule tiers did not find) and
 its decoding with the evidence rule (``judges.decode``: a leak label without a grounded quote is an
 ``ungrounded label``, a failed judgment).
 
@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from localbench.benchmarks.agentleak.evaluate import JUDGE, chunks, judged_fields
+from localbench.benchmarks.agentleak.judge_stage import JUDGE, chunks, judged_fields
 from localbench.benchmarks.agentleak.judges import UNGROUNDED, decode, judge_calls, rule_label
 from localbench.benchmarks.agentleak.published.adapter import trace_scenario
 from localbench.benchmarks.agentleak.published.sampling import SampledMessage, read_sample
