@@ -37,6 +37,14 @@ class JudgeCall:
     def rubric_hash(self) -> str:
         return rubric_hash(self.rubric)
 
+    def record_fields(self, t: Any, **more: Any) -> dict[str, Any]:
+        """What a ``Judgment`` of this call on simulation ``t`` (a ``Transcript``) records besides its
+        label: which simulation, and this call's judge, target, rubric, schema and size."""
+        return {"sim_key": t.key, "scenario": t.scenario, "category": t.category, "condition": t.condition,
+                "seed_index": t.seed_index, "model": t.model, "judge": self.judge, "target": self.target,
+                "rubric": self.rubric, "rubric_hash": self.rubric_hash, "schema_hash": schema_hash(self.schema),
+                "n_messages": self.n_messages, "truncated": self.truncated, **more}
+
 
 class ItemJudge(Protocol):
     """A benchmark's item-leakage judge, as the gold-set tools ask it.

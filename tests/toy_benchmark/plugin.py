@@ -18,7 +18,7 @@ from localbench.benchmarks import Benchmark
 from localbench.design import ALL, Axis, Design, Metric, Role
 from localbench.report.plan import ReportPlan
 from localbench.errors import UserError
-from localbench.judging.calls import JudgeCall, render_lines, schema_hash
+from localbench.judging.calls import JudgeCall, render_lines
 from localbench.judging.construct import PlantSource, gold_from_sources
 from localbench.judging.gold import GoldPrivateItem
 from localbench.judging.rubrics import render
@@ -243,10 +243,7 @@ class ToySecrets(Benchmark):
             key = f"{t.key}|secret|all"
             notes = [e.model_dump() for e in t.entries if e.kind == "message"]
             call = self.item_judge.items_call(s.teller, [(s.id, s.secret)], render_lines(notes))
-            meta = {"sim_key": t.key, "scenario": t.scenario, "category": t.category, "condition": t.condition,
-                    "seed_index": t.seed_index, "model": t.model, "judge": "secret", "target": "all",
-                    "rubric": RUBRIC, "rubric_hash": call.rubric_hash, "schema_hash": schema_hash(call.schema),
-                    "n_messages": len(notes), "sim_targets": {"secret": ["all"]}}
+            meta = call.record_fields(t, n_messages=len(notes), sim_targets={"secret": ["all"]})
             if not notes:  # nothing was said, so nothing leaked: labelled by rule
                 if key not in store:
                     store.append(Judgment(key=key, **meta, judge_model="rule",

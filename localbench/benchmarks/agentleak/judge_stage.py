@@ -13,13 +13,11 @@ failed call is recorded as a failure, and the score stage treats its channel as 
 
 from __future__ import annotations
 
-from typing import Any
-
 from localbench.benchmarks.agentleak.detect import detect
 from localbench.benchmarks.agentleak.judges import EVIDENCE_LEN, decode, judge_calls, rule_label
 from localbench.benchmarks.agentleak.scenario import CHANNELS, Scenario, VaultField
 from localbench.benchmarks.agentleak.task_judge import TASK_JUDGE, decode_task, no_answer_label, task_call, verdict_model
-from localbench.judging.calls import fits_in, schema_hash
+from localbench.judging.calls import fits_in
 from localbench.judging.runner import JUDGE_TEMPERATURE, JudgeTask
 from localbench.runlog import Judgment, RecordStore, Transcript
 from localbench.serving.client import StructuredClient
@@ -74,11 +72,7 @@ def build_tasks(spec: RunSpec, transcripts: list[Transcript], scenarios: dict[st
         planned = {JUDGE: [c.target for c in calls], **({TASK_JUDGE: [task.target]} if task is not None else {})}
         for call in calls + ([task] if task is not None else []):
             key = f"{t.key}|{call.judge}|{call.target}"
-            meta: dict[str, Any] = {"sim_key": t.key, "scenario": t.scenario, "category": t.category,
-                                    "condition": t.condition, "seed_index": t.seed_index, "model": t.model, "judge": call.judge,
-                                    "target": call.target, "rubric": call.rubric, "rubric_hash": call.rubric_hash,
-                                    "schema_hash": schema_hash(call.schema), "n_messages": call.n_messages,
-                                    "truncated": call.truncated, "sim_targets": planned}
+            meta = call.record_fields(t, sim_targets=planned)
             if call.n_messages == 0:
                 if key not in store:
                     label = rule_label(call) if call.judge == JUDGE else no_answer_label(call)

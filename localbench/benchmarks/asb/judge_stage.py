@@ -11,7 +11,7 @@ from typing import Any
 
 from localbench.benchmarks.asb.judges import decode, judge_calls, rule_label
 from localbench.benchmarks.asb.scenario import Scenario
-from localbench.judging.calls import JudgeCall, fits_in, schema_hash
+from localbench.judging.calls import fits_in
 from localbench.judging.runner import JUDGE_TEMPERATURE, JudgeTask
 from localbench.runlog import Judgment, RecordStore, Transcript
 from localbench.serving.client import StructuredClient
@@ -24,13 +24,6 @@ from localbench.spec import RunSpec
 def delivered_messages(transcript: Transcript) -> list[dict[str, Any]]:
     """The messages that actually reached someone (not passes, held drafts or failed turns)."""
     return [e.model_dump() for e in transcript.entries if e.kind == "message"]
-
-
-def _meta(t: Transcript, call: JudgeCall) -> dict[str, Any]:
-    return {"sim_key": t.key, "scenario": t.scenario, "category": t.category, "condition": t.condition,
-            "seed_index": t.seed_index, "model": t.model, "judge": call.judge,
-            "target": call.target, "rubric": call.rubric, "rubric_hash": call.rubric_hash,
-            "schema_hash": schema_hash(call.schema), "n_messages": call.n_messages, "truncated": call.truncated}
 
 
 def build_tasks(spec: RunSpec, transcripts: list[Transcript], scenarios: dict[str, Scenario],
@@ -48,7 +41,7 @@ def build_tasks(spec: RunSpec, transcripts: list[Transcript], scenarios: dict[st
             planned.setdefault(call.judge, []).append(call.target)
         for call in calls:
             key = f"{t.key}|{call.judge}|{call.target}"
-            meta = {**_meta(t, call), "sim_targets": planned}  # lets scoring see a half-judged simulation
+            meta = call.record_fields(t, sim_targets=planned)  # lets scoring see a half-judged simulation
             if call.n_messages == 0:
                 if key in store:
                     continue

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from localbench.benchmarks.agentleak.judge_stage import JUDGE, chunks, judged_fields
 from localbench.benchmarks.agentleak.judges import UNGROUNDED, decode, judge_calls, rule_label
@@ -36,7 +35,7 @@ def target_of(m: SampledMessage) -> str:
 def build_tasks(spec, transcripts: Sequence[Transcript], client, store) -> list:
     """One judge task per call the sample needs (see the module doc); a call that shows nothing gets
     the rule label at once, as in AgentLeak's own judge stage."""
-    from localbench.judging.calls import fits_in, schema_hash
+    from localbench.judging.calls import fits_in
     from localbench.judging.runner import JUDGE_TEMPERATURE, JudgeTask
     from localbench.serving.output import OutputSpec
     from localbench.serving.seeds import derive_seed
@@ -65,11 +64,7 @@ def build_tasks(spec, transcripts: Sequence[Transcript], client, store) -> list:
         planned = {JUDGE: [c.target for c in calls]}
         for call in calls:
             key = f"{t.key}|{JUDGE}|{call.target}"
-            meta: dict[str, Any] = {"sim_key": t.key, "scenario": t.scenario, "category": t.category,
-                                    "condition": t.condition, "seed_index": t.seed_index, "model": t.model, "judge": JUDGE,
-                                    "target": call.target, "rubric": call.rubric, "rubric_hash": call.rubric_hash,
-                                    "schema_hash": schema_hash(call.schema), "n_messages": call.n_messages,
-                                    "truncated": call.truncated, "sim_targets": planned}
+            meta = call.record_fields(t, sim_targets=planned)
             if call.n_messages == 0:
                 if key not in store:
                     store.append(Judgment(key=key, **meta, judge_model="rule", label=rule_label(call)))
