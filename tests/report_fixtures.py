@@ -122,7 +122,7 @@ def make_run_dir(path: str | Path, *, models=MODELS, levels=LEVELS, categories=C
              for ln in make_scenario_lines(models, levels, categories, per_category, seeds, seed=seed + i, judge=j)]
     rd = RunDir(p)
     if with_spec:
-        spec = {"benchmark": "asb", "scenarios": "builtin", "categories": list(categories), "levels": list(levels),
+        spec = {"benchmark": "asb", "scenarios": "builtin", "categories": list(categories), "conditions": list(levels),
                 "limit": per_category, "seeds": seeds, "seed": 0,
                 "models": {"agent": models[0], "user_sim": None, "judge": judges[0]}}
         provenance = {

@@ -76,7 +76,7 @@ def strip_timing(rec: dict) -> dict:
 
 # -- fake backend: the logic -------------------------------------------------------------------
 def test_all_categories_and_levels_are_well_formed(suite, tmp_path):
-    spec = load_spec(None, out=str(tmp_path), levels=["L0", "L1", "L2"], seeds=2, max_tokens=120)
+    spec = load_spec(None, out=str(tmp_path), conditions=["L0", "L1", "L2"], seeds=2, max_tokens=120)
     backend = FakeBackend(bad_rate=0.15, delay_s=0.001)
     summary = asyncio.run(simulate_scenarios(spec, suite, fake_clients(backend), progress=False))
     recs = records(summary.run_dir)
@@ -96,7 +96,7 @@ def test_all_categories_and_levels_are_well_formed(suite, tmp_path):
 
 
 def test_failed_replies_are_recorded_and_never_delivered(suite, tmp_path):
-    spec = load_spec(None, out=str(tmp_path), levels=["L1"])
+    spec = load_spec(None, out=str(tmp_path), conditions=["L1"])
     backend = FakeBackend(bad_rate=1.0)
     summary = asyncio.run(simulate_scenarios(spec, one_per_category(suite), fake_clients(backend, max_retries=2),
                                              progress=False))
@@ -116,7 +116,7 @@ def test_cu_gate_prompts_name_the_proposer_and_show_held_messages_to_their_sende
     """The coordinator reviews with the proposer's view but is "you" only for its own replies; an
     agent whose message was held back sees it, marked as not delivered; nobody else does."""
     cu = [s for s in suite if s.category == "CU"]
-    spec = load_spec(None, out=str(tmp_path), levels=["L0"], seeds=24)  # the fake agent mostly passes
+    spec = load_spec(None, out=str(tmp_path), conditions=["L0"], seeds=24)  # the fake agent mostly passes
     backend = FakeBackend()
     summary = asyncio.run(simulate_scenarios(spec, cu, fake_clients(backend), progress=False))
     recs = records(summary.run_dir)
@@ -150,16 +150,16 @@ def test_resuming_a_run_made_with_other_settings_is_refused(suite, tmp_path):
     from localbench.runlog import RunMismatch
 
     scenarios = one_per_category(suite)[:1]
-    spec = load_spec(None, out=str(tmp_path), run_id="r", levels=["L0"])
+    spec = load_spec(None, out=str(tmp_path), run_id="r", conditions=["L0"])
     asyncio.run(simulate_scenarios(spec, scenarios, fake_clients(), progress=False))
     before = (tmp_path / "r" / "transcripts.jsonl").read_text()
-    moved = load_spec(None, out=str(tmp_path), levels=["L0"], **{"serving.base_url": "http://other:8001/v1",
+    moved = load_spec(None, out=str(tmp_path), conditions=["L0"], **{"serving.base_url": "http://other:8001/v1",
                                                                   "serving.max_concurrency": 3})
     assert moved.content_hash() == load_spec(None, conditions=["L0"]).content_hash()
     asyncio.run(simulate_scenarios(spec.model_copy(update={"serving": moved.serving}), scenarios, fake_clients(),
                                    progress=False))
     edited = [scenarios[0].model_copy(update={"task": scenarios[0].task + " (edited)"})]
-    for other, scs, field in [(load_spec(None, out=str(tmp_path), run_id="r", levels=["L0"], max_tokens=100),
+    for other, scs, field in [(load_spec(None, out=str(tmp_path), run_id="r", conditions=["L0"], max_tokens=100),
                                scenarios, "max_tokens: 200 → 100"),
                               (spec, edited, "scenarios: hash")]:
         with pytest.raises(RunMismatch, match=field):
@@ -182,7 +182,7 @@ def test_a_mismatched_resume_is_refused_before_any_model_is_loaded(tmp_path, mon
     import localbench.runtime.harness as harness
     from localbench.runlog import RunMismatch
 
-    spec = load_spec(None, out=str(tmp_path), run_id="r", levels=["L0"], categories=["CD"], limit=1)
+    spec = load_spec(None, out=str(tmp_path), run_id="r", conditions=["L0"], categories=["CD"], limit=1)
     asyncio.run(simulate_scenarios(spec, sim.load_for(spec)[0], fake_clients(), progress=False))
     monkeypatch.setattr(harness, "open_clients", lambda *a: pytest.fail("a model was loaded before the check"))
     with pytest.raises(RunMismatch, match="max_tokens: 200 → 64"):
@@ -190,15 +190,15 @@ def test_a_mismatched_resume_is_refused_before_any_model_is_loaded(tmp_path, mon
 
 
 def test_same_spec_same_transcripts(suite, tmp_path):
-    spec_a = load_spec(None, out=str(tmp_path / "a"), levels=["L0"])
-    spec_b = load_spec(None, out=str(tmp_path / "b"), levels=["L0"])
+    spec_a = load_spec(None, out=str(tmp_path / "a"), conditions=["L0"])
+    spec_b = load_spec(None, out=str(tmp_path / "b"), conditions=["L0"])
     a = asyncio.run(simulate_scenarios(spec_a, suite, fake_clients(FakeBackend(bad_rate=0.1)), progress=False))
     b = asyncio.run(simulate_scenarios(spec_b, suite, fake_clients(FakeBackend(bad_rate=0.1, delay_s=0.002)),
                                        progress=False))
     ra = {r["key"]: strip_timing(r) for r in records(a.run_dir)}
     rb = {r["key"]: strip_timing(r) for r in records(b.run_dir)}
     assert ra == rb
-    spec_c = load_spec(None, out=str(tmp_path / "c"), levels=["L0"], seed=1)
+    spec_c = load_spec(None, out=str(tmp_path / "c"), conditions=["L0"], seed=1)
     c = asyncio.run(simulate_scenarios(spec_c, suite, fake_clients(FakeBackend(bad_rate=0.1)), progress=False))
     assert {r["key"]: strip_timing(r) for r in records(c.run_dir)} != ra  # the run seed matters
 
@@ -225,7 +225,7 @@ def test_fit_prompt_drops_oldest_first_and_reports_exhaustion():
 
 def test_context_cuts_are_marked_recorded_and_exhaustion_ends_cleanly(suite, tmp_path):
     gc = next(s for s in suite if s.category == "GC")
-    spec = load_spec(None, out=str(tmp_path), levels=["L0"], max_rounds={"GC": 6}, max_tokens=120)
+    spec = load_spec(None, out=str(tmp_path), conditions=["L0"], max_rounds={"GC": 6}, max_tokens=120)
     probe = FakeBackend()
     systems = [engine_for(gc).system_prompt(gc, a.id, resolve_level("L0")) for a in gc.agents]
     base = max(probe.count_tokens([{"role": "system", "content": system}]) for system in systems)
@@ -261,7 +261,7 @@ class _Failing(FakeBackend):
 
 def test_one_failing_simulation_does_not_stop_the_others(suite, tmp_path):
     scs = one_per_category(suite)
-    spec = load_spec(None, out=str(tmp_path), levels=["L0"])
+    spec = load_spec(None, out=str(tmp_path), conditions=["L0"])
     bad = scs[2].id
     summary = asyncio.run(simulate_scenarios(spec, scs, fake_clients(_Failing(bad, ValueError("boom"))),
                                              progress=False))
@@ -327,7 +327,7 @@ def hf_clients(backend, max_retries: int = 1) -> RoleClients:
 
 def test_every_category_end_to_end_on_the_tiny_model(suite, tiny_backend, tmp_path):
     scs = one_per_category(suite)
-    spec = load_spec(None, out=str(tmp_path), levels=["L0", "L2"], max_tokens=64,
+    spec = load_spec(None, out=str(tmp_path), conditions=["L0", "L2"], max_tokens=64,
                      max_rounds={c: 3 for c in CATS}, models={"agent": "tiny-random"})
     t0 = time.monotonic()
     summary = asyncio.run(simulate_scenarios(spec, scs, hf_clients(tiny_backend), progress=False))
@@ -352,7 +352,7 @@ class _Narrow:
 
 def test_context_budget_on_the_real_tokenizer(suite, tiny_backend, tmp_path):
     gc = next(s for s in suite if s.category == "GC")
-    spec = load_spec(None, out=str(tmp_path), levels=["L0"], max_tokens=64, max_rounds={"GC": 4})
+    spec = load_spec(None, out=str(tmp_path), conditions=["L0"], max_tokens=64, max_rounds={"GC": 4})
     ref = asyncio.run(simulate_scenarios(spec.model_copy(update={"run_id": "ref"}), [gc], hf_clients(tiny_backend),
                                          progress=False))
     [ref_rec] = records(ref.run_dir)
@@ -483,7 +483,7 @@ def test_asb_mini_on_smollm2(suite, smollm2_dir, tmp_path):
     backend = open_backend("smollm2-135m", "hf")
     try:
         scs = [s for s in one_per_category(suite) if s.category in ("CD", "MC")]
-        spec = load_spec(None, out=str(tmp_path), levels=["L0"], max_tokens=96,
+        spec = load_spec(None, out=str(tmp_path), conditions=["L0"], max_tokens=96,
                          max_rounds={"CD": 2, "MC": 2}, models={"agent": "smollm2-135m"})
         t0 = time.monotonic()
         summary = asyncio.run(simulate_scenarios(spec, scs, hf_clients(backend, max_retries=2), progress=False))

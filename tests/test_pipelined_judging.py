@@ -13,7 +13,7 @@ from localbench.spec import load_spec
 
 
 def _spec(out, **more):
-    return load_spec(None, out=str(out), categories=["CD", "MC"], levels=["L0"], limit=1, max_tokens=24,
+    return load_spec(None, out=str(out), categories=["CD", "MC"], conditions=["L0"], limit=1, max_tokens=24,
                      judge_max_tokens=48, max_rounds={"CD": 1, "MC": 1}, no_cache=True,
                      **{"models.agent": "tiny-random", "serving.engine": "hf"}, **more)
 

@@ -336,7 +336,7 @@ def test_agentleak_runs_on_slurm_unchanged(cluster, model_ready, tmp_path):
     from localbench.spec import RunSpec
 
     d = spec_dict(run_id="agentleak", benchmark="agentleak", num_shards=2, limit=1,
-                  categories=["healthcare", "finance"], levels=["single", "multi"], max_tokens=64,
+                  categories=["healthcare", "finance"], conditions=["single", "multi"], max_tokens=64,
                   slurm={"after_merge": ["localbench judge {run}", "localbench score {run}",
                                          "localbench report {run}"]})
     d["max_rounds"] = {"healthcare": 2, "finance": 2}  # AgentLeak's categories, not the example's

@@ -24,7 +24,7 @@ from localbench.spec import load_spec
 
 
 def _spec(tmp_path, **kw):
-    return load_spec(None, benchmark="sopri", out=str(tmp_path / "runs"), run_id="r", levels=["single+sanitized"],
+    return load_spec(None, benchmark="sopri", out=str(tmp_path / "runs"), run_id="r", conditions=["single+sanitized"],
                      **kw)
 
 

@@ -51,7 +51,7 @@ def _t(key: str, infs: dict, error: str | None = None, level: str = "abductive",
                       error=error, payload={"profile": infs, "image_input": "ocr-text", "route_spent": 3, **payload})
 
 
-SPEC = RunSpec(benchmark="sopri", levels=["abductive"], judge_max_tokens=200)
+SPEC = RunSpec(benchmark="sopri", conditions=["abductive"], judge_max_tokens=200)
 USERS = {"u1": _user()}
 
 

@@ -110,7 +110,7 @@ class ToySimulator(Simulator):
     def check(self, spec: RunSpec) -> None:
         bad = [lv for lv in spec.conditions or [] if lv not in TONES]
         if bad:
-            raise SpecError(f"field 'levels': unknown tone '{bad[0]}' (tones: {', '.join(TONES)})")
+            raise SpecError(f"field 'conditions': unknown tone '{bad[0]}' (tones: {', '.join(TONES)})")
 
     def load(self, spec: RunSpec) -> tuple[list[Secret], int]:
         return load(spec.scenarios, spec.categories, spec.limit), 0
