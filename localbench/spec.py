@@ -80,6 +80,18 @@ def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 OLD_CONDITIONS = "levels"
 """The spec field ``conditions`` was called this before (AgentSocialBench's word); still read."""
 
+
+def with_todays_names(fields: dict[str, Any]) -> dict[str, Any]:
+    """A spec's fields with ``levels`` (what ``conditions`` was called before) under today's name: a
+    spec file or a recorded spec.yaml written before the rename reads as one written today. Both
+    names given is a ValueError."""
+    if OLD_CONDITIONS not in fields:
+        return fields
+    old, new = fields[OLD_CONDITIONS], fields.get("conditions")
+    if old is not None and new is not None:
+        raise ValueError(f"'{OLD_CONDITIONS}' is the earlier name of 'conditions': give one of them")
+    return {**{k: v for k, v in fields.items() if k != OLD_CONDITIONS}, "conditions": old if new is None else new}
+
 RECORDED = "recorded"
 """Validation context key: the spec being read is one a run recorded (``parse_spec(recorded=True)``)."""
 
@@ -150,12 +162,7 @@ class RunSpec(BaseModel):
     @classmethod
     def _old_names(cls, data: Any) -> Any:
         """``levels`` (the field's name in specs written before ``conditions``) read as ``conditions``."""
-        if isinstance(data, dict) and OLD_CONDITIONS in data:
-            if data.get("conditions") is not None and data[OLD_CONDITIONS] is not None:
-                raise ValueError(f"'{OLD_CONDITIONS}' is the earlier name of 'conditions': give one of them")
-            data = {**{k: v for k, v in data.items() if k != OLD_CONDITIONS},
-                    "conditions": data.get("conditions") if data.get("conditions") is not None else data[OLD_CONDITIONS]}
-        return data
+        return with_todays_names(data) if isinstance(data, dict) else data
 
     @field_validator("conditions")
     @classmethod
@@ -348,9 +355,10 @@ def parse_spec(data: dict[str, Any], where: str = "flags", prefix: str = "", rec
     """The one place a RunSpec is parsed from fields: ``data`` with non-None ``overrides`` on top
     ("models.agent" style keys set one nested field); a bad field is a SpecError naming ``where``.
     ``recorded``: a run's own spec.yaml (settings its benchmark no longer declares are kept, unread)."""
-    data = dict(data)
-    if OLD_CONDITIONS in data and "conditions" not in data:  # the earlier name, so that a flag overrides it
-        data["conditions"] = data.pop(OLD_CONDITIONS)
+    try:
+        data = dict(with_todays_names(data))  # first, so that a flag overrides a file's earlier name
+    except ValueError as e:
+        raise SpecError(f"{where}: {e}") from e
     for k, v in overrides.items():
         if v is None:
             continue

@@ -11,10 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from localbench.judging.rubrics import rubric_hash
 from localbench.serving.prompt_counts import prompt_tokens  # noqa: F401 - also imported from here
+
+if TYPE_CHECKING:
+    from localbench.runlog import Transcript
 
 Fits = Callable[[list[dict[str, str]]], bool]
 
@@ -37,8 +40,8 @@ class JudgeCall:
     def rubric_hash(self) -> str:
         return rubric_hash(self.rubric)
 
-    def record_fields(self, t: Any, **more: Any) -> dict[str, Any]:
-        """What a ``Judgment`` of this call on simulation ``t`` (a ``Transcript``) records besides its
+    def record_fields(self, t: Transcript, **more: Any) -> dict[str, Any]:
+        """What a ``Judgment`` of this call on simulation ``t`` records besides its
         label: which simulation, and this call's judge, target, rubric, schema and size."""
         return {"sim_key": t.key, "scenario": t.scenario, "category": t.category, "condition": t.condition,
                 "seed_index": t.seed_index, "model": t.model, "judge": self.judge, "target": self.target,

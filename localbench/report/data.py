@@ -20,7 +20,7 @@ from localbench.registry import UnknownBenchmark, benchmark_class, design_of
 from localbench.report.plan import ReportPlan
 from localbench.runlog import RunFiles, ScenarioScore, read_records
 from localbench.scores import SCORES_VERSION, ScoreRow, Scores
-from localbench.spec import OLD_CONDITIONS
+from localbench.spec import with_todays_names
 
 SCORES_FILE = RunFiles.SCORES
 SPEC_FILE = RunFiles.SPEC
@@ -51,11 +51,7 @@ class RunData:
         """The recorded spec's fields (``levels``, the name of ``conditions`` in runs recorded before
         the rename, read as ``conditions``)."""
         s = self.spec_doc.get("spec")
-        if not isinstance(s, dict):
-            return {}
-        if OLD_CONDITIONS in s and "conditions" not in s:
-            s = {("conditions" if k == OLD_CONDITIONS else k): v for k, v in s.items()}
-        return s
+        return with_todays_names(s) if isinstance(s, dict) else {}
 
     def models(self) -> list[str]:
         """Agent models in the order they first appear in scores.json."""
