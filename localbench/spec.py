@@ -39,11 +39,11 @@ class EngineOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    engine: Literal["auto", "hf", "vllm", "openai"] = "auto"
+    engine: Literal["auto", "hf", "vllm", "openai"] = "auto"  # which engine serves the models (auto: openai with a base_url, else vllm on a GPU, else hf)
     base_url: str | None = None  # openai: the server's /v1 URL
     judge_base_url: str | None = None  # openai: a separate server for the judge
     grammar: Literal["xgrammar", "outlines"] = "xgrammar"  # hf only
-    max_batch_size: int = Field(32, ge=1)
+    max_batch_size: int = Field(32, ge=1)  # hf: the most requests computed together in one forward pass
     prefix_cache_gb: float = Field(4.0, ge=0)  # hf only: prompt KV kept for reuse by later turns (0 = off)
     # live simulations, requests in flight to a served engine and judge calls in flight; unset: from
     # the device (serving.device.concurrency_limits: 64 on CPU, the engine's batch on a GPU), the
@@ -54,9 +54,10 @@ class EngineOptions(BaseModel):
     # kernels where the installed vLLM has them, one row per forward pass (and no prefix reuse)
     # on hf; refused where neither holds (docs/simulation.md, "Batch invariance")
     batch_invariant: bool = False
-    # openai: how long one request may take in all, and how long the server may send nothing at all
-    # before it is asked GET /health and, silent there too, named as hung (localbench.serving.openai_engine)
+    # openai: seconds one request may take in all (``--request-timeout``)
     request_timeout_s: float = Field(600.0, gt=0)
+    # openai: seconds the server may send nothing at all (``--first-byte-timeout``) before it is asked
+    # GET /health and, silent there too, named as hung (localbench.serving.openai_engine)
     first_byte_timeout_s: float = Field(30.0, gt=0)
 
 
@@ -109,7 +110,7 @@ class RunSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    benchmark: str = DEFAULT_BENCHMARK
+    benchmark: str = DEFAULT_BENCHMARK  # a registered benchmark (`localbench data design` lists them)
     scenarios: str = "builtin"  # builtin | a directory | hf:NAME
     categories: list[str] | None = None  # None = all
     conditions: list[str] | None = Field(None, validate_default=True)  # None = the design's default conditions
@@ -123,13 +124,13 @@ class RunSpec(BaseModel):
     # cheater there is listed in the run's judge warnings (not a result field: the scores are the same)
     judge_eval: str | None = None
     models: dict[str, str | None] = Field(default_factory=dict, validate_default=True)  # role -> preset
-    serving: EngineOptions = Field(default_factory=EngineOptions)
-    out: str = "runs"
-    run_id: str | None = None
+    serving: EngineOptions = Field(default_factory=EngineOptions)  # how the models are served (below)
+    out: str = "runs"  # the folder the run directory goes in
+    run_id: str | None = None  # the run directory's name; None: BENCHMARK-HASH of the result fields
     cache: str | None = None  # SQLite response cache path; default: <run dir>/cache.sqlite
-    no_cache: bool = False
+    no_cache: bool = False  # neither read nor write the response cache
     shard: int | None = Field(None, ge=0)  # this process runs only shard `shard` of `num_shards`
-    num_shards: int | None = Field(None, ge=1)
+    num_shards: int | None = Field(None, ge=1)  # how many shards the work is dealt into (with shard)
     slurm: dict[str, Any] = Field(default_factory=dict)  # sbatch options (see localbench/slurm)
     extra: dict[str, Any] = Field(default_factory=dict)  # the benchmark's own settings (its design's ``settings``)
 

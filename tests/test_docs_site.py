@@ -60,6 +60,23 @@ def test_the_spec_reference_lists_every_field_with_its_default(site):
     assert "| tokens per agent turn (`max_tokens`) | 200 | 160 |" in reference.designs()  # ASB's shorter turns
 
 
+def test_every_spec_field_is_described_by_its_own_text():
+    """The spec reference's "what" column is each field's own comment: one comment above two fields
+    described the first with the text of both and left the second blank (issue 47, item 10), so
+    every field must have a description, no two alike, and a timeout names its own flag only."""
+    from localbench.spec import EngineOptions, RunSpec
+    for cls in (RunSpec, EngineOptions):
+        described = reference._field_comments(cls)
+        assert [n for n in cls.model_fields if not described.get(n)] == [], cls.__name__
+        texts = [described[n] for n in cls.model_fields]
+        assert len(set(texts)) == len(texts), cls.__name__
+    serving = reference._field_comments(EngineOptions)
+    flags = {"request_timeout_s": "--request-timeout", "first_byte_timeout_s": "--first-byte-timeout"}
+    for field, flag in flags.items():
+        others = [f for f in flags.values() if f != flag]
+        assert flag in serving[field] and not any(f in serving[field] for f in others), field
+
+
 def test_the_cli_reference_lists_every_command_and_option(site):
     from localbench.cli import app
     html = (site / "reference" / "cli" / "index.html").read_text()
