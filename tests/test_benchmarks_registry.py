@@ -156,3 +156,37 @@ def test_a_recorded_spec_keeps_a_setting_its_benchmark_no_longer_declares(tmp_pa
     study.write_text(yaml.safe_dump({"benchmark": "sopri", "extra": {"slot_judge": "model"}}))
     with pytest.raises(SpecError, match="'slot_judge' is not a setting of SopriBench"):
         load_spec(study)
+
+
+def _declared_texts(design) -> list[str]:
+    """Every description a benchmark's design gives `localbench data design` to print: its axes,
+    roles (and their rule judges), metrics and settings."""
+    texts = [a.help or "" for a in design.axes]
+    texts += [r.description for r in design.roles] + [t for r in design.roles for t in r.rules.values()]
+    texts += [m.description for m in design.metrics]
+    texts += [p.get("description", "") for p in design.settings.model_json_schema().get("properties", {}).values()]
+    return texts
+
+
+@pytest.mark.parametrize("name", sorted(registered()))
+def test_a_command_a_design_names_is_a_command_of_the_cli(name):
+    """A design that tells the user to run `judges plant` when the command is `judges plant-run`
+    (issue 47, item 9) sends them to an error: each backticked command a design's descriptions
+    name must walk the CLI's real command tree, group by group."""
+    import re
+
+    import typer
+
+    from localbench.cli import app
+
+    root = typer.main.get_command(app)
+    named = [m.group(1).split() for text in _declared_texts(get_benchmark(name).design)
+             for m in re.finditer(r"`(?:localbench )?([a-z][\w-]*(?: [a-z][\w-]*)*)[^`]*`", text)]
+    commands = [words for words in named if words[0] in root.commands]
+    for words in commands:
+        cmd = root
+        for word in words:
+            if not getattr(cmd, "commands", None):
+                break
+            assert word in cmd.commands, f"{name}: `{' '.join(words)}`: no command '{word}' (has {sorted(cmd.commands)})"
+            cmd = cmd.commands[word]

@@ -183,7 +183,7 @@ class Benchmark:
         return []
 
     def write_planted_run(self, run_dir: Path, source: str, shares: dict[str, float], seed: int = 0) -> Path:
-        """`judges plant`: a synthetic run whose leaks are known by construction."""
+        """`judges plant-run`: a synthetic run whose leaks are known by construction."""
         raise UserError(f"{self.name} has no planted runs; use `judges eval` on gold items")
 
     def import_command(self, stages: RunStages) -> Callable[..., None] | None:

@@ -21,7 +21,7 @@ class AsbSettings(BaseModel):
     message_max_chars: int | None = Field(None, ge=1, description="the maxLength of every message "
                                                                    "(default: 3 × (max_tokens − 32), 32..1000)")
     planted: dict[str, float] | None = Field(None, description="a planted run's leak share per model (written by "
-                                                                "`judges plant`, not set by hand)")
+                                                                "`judges plant-run`, not set by hand)")
 
 DYADIC = ("CD", "MC", "CU")
 MULTI_PARTY = ("GC", "HS", "CM", "AM")
