@@ -21,5 +21,13 @@ def cache_dir() -> Path:
 
 
 def presets_dir() -> Path:
-    """The model presets folder (top-level serving/), overridable with LOCALBENCH_PRESETS."""
-    return Path(os.environ.get("LOCALBENCH_PRESETS") or REPO_ROOT / "serving")
+    """The shipped model presets' folder (the repository's top-level serving/)."""
+    return REPO_ROOT / "serving"
+
+
+def presets_dirs() -> list[Path]:
+    """Where model presets are read, first to last: the folders LOCALBENCH_PRESETS names (one, or
+    several separated by the path separator), then the shipped ones. A user's folder adds to the
+    shipped presets, and a preset named in an earlier folder wins over one of the same name later."""
+    user = [Path(p).expanduser() for p in os.environ.get("LOCALBENCH_PRESETS", "").split(os.pathsep) if p]
+    return [*user, presets_dir()]

