@@ -506,3 +506,45 @@ def test_data_check_upstream_release(asb_dir):
     assert r.exit_code == 0, r.output
     assert "372 files: 372 loaded, ok" in r.output
     assert re.search(r"│ total\s+│\s+372 │.*│\s+352 │", r.output)
+
+
+def test_the_paper_subset_is_reached_from_a_spec_and_from_a_flag(asb_dir, tmp_path):
+    """The paper's 352 scenarios were reachable only from Python (issue 47, item 18): a spec's
+    ``extra: {subset: paper}`` and ``--setting subset=paper`` now load them for a run, and a spec
+    that does not name the setting is the spec it was (its run id does not move)."""
+    import yaml
+
+    from localbench.benchmarks.asb.simulate import AsbSimulator
+    from localbench.commands.spec_flags import spec_from_flags
+
+    flagged = spec_from_flags(None, benchmark="asb", scenarios=str(asb_dir), setting=["subset=paper"])
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(yaml.safe_dump({"benchmark": "asb", "scenarios": str(asb_dir), "extra": {"subset": "paper"}}))
+    from_file = spec_from_flags(spec_file)
+    for spec in (flagged, from_file):
+        assert spec.extra == {"subset": "paper"}
+        scenarios, _ = AsbSimulator().load(spec)
+        assert Counter(s.category for s in scenarios) == PAPER_COUNTS
+    unset = spec_from_flags(None, benchmark="asb", scenarios=str(asb_dir))
+    assert unset.extra == {} and len(AsbSimulator().load(unset)[0]) == sum(UPSTREAM_COUNTS.values())
+
+
+def test_the_subset_setting_is_declared_checked_and_named_in_help():
+    """The setting is AgentSocialBench's declared one (so the spec reference and `data design` list it),
+    `run --help` names it, a value that is not a subset is refused naming the field, and a source that
+    is not the upstream release refuses the paper subset."""
+    from localbench.benchmarks.asb.simulate import AsbSimulator
+    from localbench.cli import app
+    from localbench.commands.spec_flags import spec_from_flags
+    from localbench.registry import design_of
+
+    assert "subset" in design_of("asb").settings.model_fields
+    for command in ("run", "simulate"):
+        shown = CliRunner().invoke(app, [command, "--help"], terminal_width=400)
+        assert "--setting" in shown.output and "subset" in shown.output, command
+    with pytest.raises(UserError, match=r"extra\.subset"):
+        spec_from_flags(None, benchmark="asb", setting=["subset=papers"])
+    with pytest.raises(UserError, match="NAME=VALUE"):
+        spec_from_flags(None, benchmark="asb", setting=["subset"])
+    with pytest.raises(ScenarioError, match="upstream release"):
+        AsbSimulator().load(spec_from_flags(None, benchmark="asb", setting=["subset=paper"]))

@@ -18,7 +18,8 @@ def register(app: typer.Typer) -> None:
             max_tokens: F.MaxTokens = None, out: F.Out = None, run_id: F.RunId = None, no_cache: F.NoCache = False,
             concurrency: F.Concurrency = None, progress: F.ShowProgress = None,
             request_timeout: F.RequestTimeout = None, first_byte_timeout: F.FirstByteTimeout = None,
-            judge_eval: F.JudgeEval = None, named_conditions: dict[str, str] | None = None) -> None:
+            judge_eval: F.JudgeEval = None, setting: F.Setting = None,
+            named_conditions: dict[str, str] | None = None) -> None:
         """Run a benchmark end to end. With no arguments: the embedded default on CPU (about 5 minutes).
 
         Without --spec, flags change the benchmark's embedded default one field at a time; with

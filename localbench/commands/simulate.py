@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
                  max_tokens: F.MaxTokens = None, concurrency: F.Concurrency = None, out: F.Out = None,
                  run_id: F.RunId = None, no_cache: F.NoCache = False, progress: F.ShowProgress = None,
                  request_timeout: F.RequestTimeout = None, first_byte_timeout: F.FirstByteTimeout = None,
-                 named_conditions: dict[str, str] | None = None) -> None:
+                 setting: F.Setting = None, named_conditions: dict[str, str] | None = None) -> None:
         """Simulate every (scenario × condition × seed) and append each finished one to transcripts.jsonl."""
         from localbench.registry import get_benchmark
         from localbench.runtime.harness import simulate as run_simulations
@@ -29,7 +29,7 @@ def register(app: typer.Typer) -> None:
             spec_file, scenarios=scenarios, categories=categories, conditions=conditions, agent=agent, model=model,
             engine=engine, base_url=base_url, limit=limit, seeds=seeds, seed=seed, max_rounds=max_rounds,
             max_tokens=max_tokens, out=out, run_id=run_id, no_cache=no_cache, benchmark=benchmark,
-            named_conditions=named_conditions,
+            setting=setting, named_conditions=named_conditions,
             **{"serving.max_concurrency": concurrency, "serving.request_timeout_s": request_timeout,
                "serving.first_byte_timeout_s": first_byte_timeout})
         summary = run_simulations(spec, get_benchmark(spec.benchmark).simulator(), progress=progress)

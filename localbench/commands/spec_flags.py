@@ -67,6 +67,45 @@ JudgeEval = Annotated[Optional[str], typer.Option(
 NoCache = Annotated[bool, typer.Option("--no-cache", help="do not read or write the response cache")]
 
 
+def _settings_help() -> str:
+    """--setting's help from the registered benchmarks' declared settings (their designs'), so that
+    it names every setting a flag can reach and no benchmark itself."""
+    from localbench.registry import design_of, registered
+
+    declared = []
+    for name in registered():
+        try:
+            fields = design_of(name).settings.model_fields
+        except Exception:  # noqa: BLE001 - a broken plug-in is reported where it is used, not in --help
+            continue
+        if fields:
+            declared.append(f"{name}: {', '.join(fields)}")
+    return ("NAME=VALUE: one of the benchmark's own settings (a spec's extra: section), VALUE read as YAML; "
+            f"repeatable. Settings: {'; '.join(declared)} (`localbench data design` says what each is)")
+
+
+Setting = Annotated[Optional[list[str]], typer.Option("--setting", help=_settings_help())]
+
+
+def settings_flags(items: Optional[list[str]]) -> dict[str, Any]:
+    """``extra.<name>`` overrides from --setting NAME=VALUE items, each VALUE read as YAML (so a number
+    is a number); the spec's validation then checks the name and the value against the benchmark's."""
+    import yaml
+
+    from localbench.errors import UserError
+
+    out: dict[str, Any] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise UserError(f"--setting {item!r}: expected NAME=VALUE (`localbench data design` lists the settings)")
+        try:
+            out[f"extra.{name.strip()}"] = yaml.safe_load(value)
+        except yaml.YAMLError as e:
+            raise UserError(f"--setting {item!r}: the value is not valid YAML ({e})") from e
+    return out
+
+
 def csv(value: Optional[str]) -> Optional[list[str]]:
     if value is None:
         return None
@@ -105,7 +144,8 @@ def _roles(d, agent: Optional[str], judge: Optional[str], model: Optional[list[s
 def spec_from_flags(spec_file: Optional[Path], *, benchmark=None, scenarios=None, categories=None, conditions=None,
                     agent=None, judge=None, model=None, engine=None, base_url=None, limit=None, seeds=None,
                     seed=None, max_rounds=None, max_tokens=None, out=None, run_id=None, no_cache=False,
-                    embedded: bool = False, named_conditions: Optional[dict[str, str]] = None, **more: Any):
+                    setting: Optional[list[str]] = None, embedded: bool = False,
+                    named_conditions: Optional[dict[str, str]] = None, **more: Any):
     """A RunSpec from an optional file plus flags, the file read once and the whole parsed once.
 
     ``embedded``: without a file, the benchmark's embedded default (its design's) fills every field
@@ -123,7 +163,7 @@ def spec_from_flags(spec_file: Optional[Path], *, benchmark=None, scenarios=None
     flags = dict(
         benchmark=benchmark, scenarios=scenarios, categories=csv(categories), conditions=csv(conditions), limit=limit,
         seeds=seeds, seed=seed, max_tokens=max_tokens, out=out, run_id=run_id, no_cache=True if no_cache else None,
-        **{"serving.engine": engine, "serving.base_url": base_url}, **more)
+        **{"serving.engine": engine, "serving.base_url": base_url}, **settings_flags(setting), **more)
     try:  # the benchmark the spec will name, for what a flag means in it
         d = design_of(benchmark or data.get("benchmark") or DEFAULT_BENCHMARK)
     except (UnknownBenchmark, TypeError):

@@ -7,6 +7,8 @@ is how they are named, described and read.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from localbench.benchmarks.asb.judges import BEHAVIOURS, CU_BEHAVIOURS, NEGATIVE
@@ -22,6 +24,9 @@ class AsbSettings(BaseModel):
                                                                    "(default: 3 × (max_tokens − 32), 32..1000)")
     planted: dict[str, float] | None = Field(None, description="a planted run's leak share per model (written by "
                                                                 "`judges plant-run`, not set by hand)")
+    subset: Literal["all", "paper"] = Field("all", description="which scenarios of the source: all, or paper (the 352 "
+                                                               "of the upstream release's 372 that the paper reports; "
+                                                               "`--setting subset=paper`)")
 
 DYADIC = ("CD", "MC", "CU")
 MULTI_PARTY = ("GC", "HS", "CM", "AM")

@@ -99,10 +99,11 @@ def fingerprint(scenarios: list[Scenario]) -> dict[str, str]:
 
 
 def load_for(spec: RunSpec) -> tuple[list[Scenario], int]:
-    """The spec's scenarios (source, categories, limit) and the number of load warnings."""
+    """The spec's scenarios (source, categories, limit, the subset its settings name) and the number
+    of load warnings."""
     from localbench.benchmarks.asb.loaders import load_scenarios
 
-    res = load_scenarios(spec.scenarios, spec.categories, spec.limit)
+    res = load_scenarios(spec.scenarios, spec.categories, spec.limit, subset=spec.settings.subset)
     return res.scenarios, len(res.issues)
 
 
