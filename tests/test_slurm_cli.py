@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.server
+import os
 import subprocess
 import sys
 import threading
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from localbench.slurm.prefetch import HUB_PATTERNS, cache_env, prefetch
+from localbench.slurm.prefetch import HUB_PATTERNS, cache_env, prefetch, prefetch_scenarios
 from localbench.spec import RunSpec
 
 LOCALBENCH = str(Path(sys.prefix) / "bin" / "localbench")
@@ -85,6 +86,40 @@ def test_prefetch_downloads_hub_models_into_the_tasks_hf_home(monkeypatch, tmp_p
     assert [c[0] for c in calls] == ["Qwen/Qwen2.5-7B-Instruct", "meta-llama/Llama-3.1-8B-Instruct"]
     assert all(c[3] == str(tmp_path / "hf" / "hub") and c[2] == HUB_PATTERNS for c in calls)
     assert got[2].location.endswith("Llama-3.1-8B-Instruct")
+
+
+def test_prefetch_fetches_an_hf_scenario_source_into_the_tasks_caches(tiny_dir, monkeypatch, tmp_path):
+    """Compute nodes run offline, and `slurm prefetch` fetched models only (issue 47, item 17): a spec
+    whose scenarios are `hf:NAME` has its dataset downloaded by the benchmark's own loader, once, with
+    the tasks' HF_HOME and LOCALBENCH_CACHE set, and the command says how many scenarios the run has.
+    The download itself is a fake standing in for the Hub (no network here)."""
+    from typer.testing import CliRunner
+
+    from localbench.benchmarks.asb import hf_dataset
+    from localbench.benchmarks.asb.loaders import BUILTIN_DIR
+    from localbench.cli import app
+
+    downloads = []
+
+    def fake_hub_download(name):
+        downloads.append((name, os.environ.get("HF_HOME"), os.environ.get("LOCALBENCH_CACHE")))
+        return [], BUILTIN_DIR  # the raw files' folder, as the fallback download returns it
+
+    monkeypatch.setattr(hf_dataset, "hf_records", fake_hub_download)
+    for var in ("HF_HOME", "LOCALBENCH_CACHE"):  # prefetch sets them; restore afterwards
+        monkeypatch.setenv(var, "unused")
+    cache = tiny_dir.parent.parent  # <LOCALBENCH_CACHE>/models/<name>: the tiny model is already built there
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump({"benchmark": "asb", "scenarios": "hf:org/AgentSocialBench", "limit": 1,
+                                    "models": {"agent": "tiny-random"},
+                                    "slurm": {"hf_home": str(tmp_path / "hf"), "localbench_cache": str(cache)}}))
+    res = CliRunner().invoke(app, ["slurm", "prefetch", str(spec)])
+    assert res.exit_code == 0, res.output
+    assert downloads == [("org/AgentSocialBench", str(tmp_path / "hf"), str(cache))]
+    assert "scenarios: hf:org/AgentSocialBench -> 7 scenarios" in res.output  # one per category (limit 1)
+
+    downloads.clear()  # a source on disk has nothing to fetch
+    assert prefetch_scenarios(RunSpec.model_validate({"scenarios": "builtin"})) is None and downloads == []
 
 
 def test_free_port_and_wait_url(tmp_path):

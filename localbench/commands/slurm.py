@@ -121,8 +121,9 @@ def merge_cmd(
 
 @slurm_app.command("prefetch")
 def prefetch_cmd(spec_file: Path = typer.Argument(..., help="run spec YAML")) -> None:
-    """Download or build every model the spec uses, where the (offline) tasks will look for it."""
-    from localbench.slurm.prefetch import cache_env, prefetch
+    """Download or build every model the spec uses, and the Hub dataset its `hf:` scenarios name,
+    where the (offline) tasks will look for them."""
+    from localbench.slurm.prefetch import cache_env, prefetch, prefetch_scenarios
     from localbench.spec import load_spec
 
     spec = load_spec(spec_file)
@@ -130,6 +131,9 @@ def prefetch_cmd(spec_file: Path = typer.Argument(..., help="run spec YAML")) ->
         typer.echo(f"{k}={v}")
     for f in prefetch(spec):
         typer.echo(f"{f.role}: {f.preset} -> {f.location}")
+    scenarios = prefetch_scenarios(spec)
+    if scenarios is not None:
+        typer.echo(f"scenarios: {scenarios.source} -> {scenarios.scenarios} scenarios")
 
 
 @slurm_app.command("free-port", hidden=True)

@@ -1,6 +1,6 @@
-"""Fetch every model a spec needs before submitting, since compute nodes run offline.
+"""Fetch every model and Hub dataset a spec needs before submitting, since compute nodes run offline.
 
-Weights land where the tasks will look: the HF_HOME / LOCALBENCH_CACHE that the spec's `slurm:`
+Weights, and the dataset an ``hf:`` scenario source names, land where the tasks will look: the HF_HOME / LOCALBENCH_CACHE that the spec's `slurm:`
 options give the tasks (e.g. on scratch), so run this on a login node that sees the same
 filesystem. Environment variables in those paths are expanded here, with this shell's values.
 """
@@ -22,11 +22,21 @@ HUB_PATTERNS = ["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja", "*.tik
 HUB_IGNORE = ["consolidated*", "original/*"]
 
 
+HF_SOURCE = "hf:"
+"""A scenario source on the Hugging Face Hub (``scenarios: hf:NAME``), which a task reads offline."""
+
+
 @dataclass
 class Fetched:
     role: str
     preset: str
     location: str
+
+
+@dataclass
+class FetchedScenarios:
+    source: str
+    scenarios: int  # how many the run will simulate (its categories, limit and settings applied)
 
 
 def cache_env(spec: RunSpec) -> dict[str, str]:
@@ -65,3 +75,16 @@ def prefetch(spec: RunSpec) -> list[Fetched]:
                 done[name] = materialize(preset)
         out.append(Fetched(role, name, done[name]))
     return out
+
+
+def prefetch_scenarios(spec: RunSpec) -> FetchedScenarios | None:
+    """Load the spec's ``hf:`` scenario source through its benchmark, as a task will, so that what
+    the loader downloads (the dataset, its raw files, SopriBench's images) lands in the caches the
+    offline tasks read (``cache_env``, set before ``datasets`` or ``huggingface_hub`` is imported:
+    both read it once). A source on disk needs nothing: None."""
+    if not spec.scenarios.startswith(HF_SOURCE):
+        return None
+    os.environ.update(cache_env(spec))
+    from localbench.pipeline import scenarios_for
+
+    return FetchedScenarios(spec.scenarios, len(scenarios_for(spec)))
