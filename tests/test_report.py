@@ -235,16 +235,41 @@ def test_several_judges_get_their_own_rows(tmp_path):
 # ---------------------------------------------------------------------------- missing data
 
 
+def test_each_figure_is_also_a_vector_figure_beside_its_png(rendered):
+    """Figures were PNG at 130 DPI only, and a paper wants vector figures (issue 47, item 19): each
+    is written as SVG and PDF beside the PNG, drawn as paths (not an embedded bitmap), the same bytes
+    whenever the same figure is written; the report itself embeds the PNG alone."""
+    from xml.etree import ElementTree
+
+    run, rep = rendered
+    for name in FIGURES:
+        svg, pdf = run / "figures" / f"{name}.svg", run / "figures" / f"{name}.pdf"
+        root = ElementTree.parse(svg).getroot()
+        assert root.tag.endswith("svg") and root.iter("{http://www.w3.org/2000/svg}path"), name
+        assert not list(root.iter("{http://www.w3.org/2000/svg}image")), f"{name}.svg holds a bitmap"
+        assert pdf.read_bytes().startswith(b"%PDF") and pdf.stat().st_size > 1_000, name
+    assert "image/svg" not in rep.html.read_text() and ".pdf" not in rep.html.read_text()
+
+    def vector_files() -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in (run / "figures").iterdir() if p.suffix in (".svg", ".pdf")}
+
+    first = vector_files()
+    assert len(first) == 2 * len(FIGURES)
+    build_report(run)  # the same run drawn again writes the same files
+    assert vector_files() == first
+
+
 def test_report_without_scenarios_or_spec_skips_with_notes(rendered, tmp_path):
     src, _ = rendered
     run = tmp_path / "bare"
     run.mkdir()
     shutil.copy(src / "scores.json", run / "scores.json")
     (run / "figures").mkdir()
-    (run / "figures" / "cd_domain_heatmap.png").write_bytes(b"stale")  # must not survive a skip
+    for fmt in ("png", "svg", "pdf"):
+        (run / "figures" / f"cd_domain_heatmap.{fmt}").write_bytes(b"stale")  # must not survive a skip
     rep = build_report(run)
     html = rep.html.read_text()
-    assert not (run / "figures" / "cd_domain_heatmap.png").exists()
+    assert not list((run / "figures").glob("cd_domain_heatmap.*"))
     assert "Not drawn — skipped: scenario_scores.jsonl is absent" in html
     assert "spec.yaml is absent" in html and "No provenance recorded" in html
     assert html.count("data:image/png;base64,") == 3

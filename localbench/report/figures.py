@@ -1,4 +1,5 @@
-"""The report's figures (matplotlib, Agg canvas, PNG), each built from a loaded run.
+"""The report's figures (matplotlib, Agg canvas), each built from a loaded run and written as PNG
+(what the report embeds) and as SVG and PDF beside it (vector figures, for a paper).
 
 Shared figure kinds a benchmark's report picks and parametrises with its own metrics: a metric
 against the conditions (one panel per category), a heatmap of a metric over a category's groups
@@ -17,7 +18,9 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import matplotlib
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -29,6 +32,14 @@ from localbench.report.data import RunData
 from localbench.runlog import RunFiles
 
 DPI = 130
+
+SAVE_OPTIONS: dict[str, dict] = {
+    "png": {"dpi": DPI},
+    "svg": {"metadata": {"Date": None}},
+    "pdf": {"metadata": {"CreationDate": None}},
+}
+"""Every format a figure is written in, with what makes its bytes depend on the figure alone (no
+creation date): PNG, which the report embeds, and the vector formats a paper takes."""
 _PAIR_SPLIT = re.compile(r"\s*(?:→|->)\s*")
 
 
@@ -81,6 +92,24 @@ def one_judge(run: RunData) -> tuple[str | None, str | None]:
 
 def join_notes(*notes: str | None) -> str | None:
     return "; ".join(n for n in notes if n) or None
+
+
+def heat_cells(ax: Any, cells: np.ndarray) -> Any:
+    """A heatmap of ``cells`` (0 to 1, rows top to bottom, NaN left to the axes' grey) drawn as vector
+    quads, where ``imshow`` would put a bitmap into the SVG and PDF; cell (a, b) is centred on
+    (b, a), as ``imshow`` places it, so labels and values sit where they did."""
+    rows, cols = cells.shape
+    mesh = ax.pcolormesh(np.arange(cols + 1) - 0.5, np.arange(rows + 1) - 0.5, np.ma.masked_invalid(cells),
+                         cmap="Reds", vmin=0, vmax=1)
+    ax.set_xlim(-0.5, cols - 0.5)
+    ax.set_ylim(rows - 0.5, -0.5)
+    return mesh
+
+
+def heat_colorbar(fig: Figure, mesh: Any, axes: Any, label: str | None = None) -> None:
+    """The heatmaps' colour scale, kept vector too (matplotlib rasterizes a colorbar of many colours)."""
+    bar = fig.colorbar(mesh, ax=axes, shrink=0.8, label=label)
+    bar.solids.set_rasterized(False)
 
 
 def grid(n: int, max_cols: int = 4) -> tuple[int, int]:
@@ -167,7 +196,7 @@ def group_heatmap(run: RunData, name: str, title: str, metric: str, category: st
                     per = vals.get((m, lv, src, tgt))
                     if per:
                         cells[a, b] = float(np.mean([np.mean(x) for x in per.values()]))
-            im = ax.imshow(np.ma.masked_invalid(cells), cmap="Reds", vmin=0, vmax=1, aspect="auto")
+            im = heat_cells(ax, cells)
             for a in range(len(sources)):
                 for b in range(len(targets)):
                     if not np.isnan(cells[a, b]):
@@ -182,7 +211,7 @@ def group_heatmap(run: RunData, name: str, title: str, metric: str, category: st
             if j == 0:
                 ax.set_ylabel(axis_names[0], fontsize=7)
     if im is not None:
-        fig.colorbar(im, ax=axes, shrink=0.8, label=metric)
+        heat_colorbar(fig, im, axes, label=metric)
     fig.suptitle(suptitle, fontsize=10)
     return FigureResult(name, title, fig, jnote)
 
@@ -319,7 +348,7 @@ def metric_matrix(run: RunData, name: str, title: str, metrics: list[str], label
     for ax, lv in zip(axes, conditions):
         cells = np.array([[np.nan if (r := run.row(m, model, lv, category, judge)) is None or r.mean is None
                            else r.mean for m in metrics] for model in models])
-        im = ax.imshow(np.ma.masked_invalid(cells), cmap="Reds", vmin=0, vmax=1, aspect="auto")
+        im = heat_cells(ax, cells)
         for a in range(len(models)):
             for b in range(len(metrics)):
                 if not np.isnan(cells[a, b]):
@@ -330,26 +359,36 @@ def metric_matrix(run: RunData, name: str, title: str, metrics: list[str], label
         ax.set_facecolor("#eeeeee")
         ax.set_title(lv, fontsize=8)
     if im is not None:
-        fig.colorbar(im, ax=axes, shrink=0.8)
+        heat_colorbar(fig, im, axes)
     fig.suptitle(title + " (grey: no data)", fontsize=10)
     return FigureResult(name, title, fig, jnote)
 
 
-def figure_png(fig: Figure) -> bytes:
+def figure_bytes(fig: Figure, fmt: str = "png") -> bytes:
+    """The figure in one of ``SAVE_OPTIONS``' formats (SVG element ids salted with a constant, so the
+    same figure gives the same file)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI)
+    with matplotlib.rc_context({"svg.hashsalt": "localbench"}):
+        fig.savefig(buf, format=fmt, **SAVE_OPTIONS[fmt])
     return buf.getvalue()
 
 
+def figure_png(fig: Figure) -> bytes:
+    return figure_bytes(fig, "png")
+
+
 def write_figures(results: list[FigureResult], out_dir: Path) -> dict[str, Path]:
-    """Save each built figure as out_dir/<name>.png; returns name -> path (skipped ones absent)."""
+    """Save each built figure as out_dir/<name>.png, .svg and .pdf; returns name -> the PNG's path,
+    which the report embeds (skipped figures absent, their files of an earlier render removed)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {}
     for r in results:
-        p = out_dir / f"{r.name}.png"
-        if r.figure is None:
-            p.unlink(missing_ok=True)  # a stale image from an earlier render would contradict the note
-            continue
-        p.write_bytes(figure_png(r.figure))
-        paths[r.name] = p
+        for fmt in SAVE_OPTIONS:
+            p = out_dir / f"{r.name}.{fmt}"
+            if r.figure is None:
+                p.unlink(missing_ok=True)  # a stale image from an earlier render would contradict the note
+            else:
+                p.write_bytes(figure_bytes(r.figure, fmt))
+        if r.figure is not None:
+            paths[r.name] = out_dir / f"{r.name}.png"
     return paths

@@ -1,4 +1,4 @@
-"""Render a run's report: tables/ (md, tex, csv), figures/ (png), report.html and report.md.
+"""Render a run's report: tables/ (md, tex, csv), figures/ (png, svg, pdf), report.html and report.md.
 
 Everything is rebuilt from the run directory's files alone. report.html is self-contained (inline
 CSS, figures as base64 PNG); report.md carries the same content and links the PNG files.
