@@ -43,7 +43,9 @@ class EngineOptions(BaseModel):
     base_url: str | None = None  # openai: the server's /v1 URL
     judge_base_url: str | None = None  # openai: a separate server for the judge
     grammar: Literal["xgrammar", "outlines"] = "xgrammar"  # hf only
-    max_batch_size: int = Field(32, ge=1)  # hf: the most requests computed together in one forward pass
+    # the most requests computed together: hf's forward pass (unset: 32), vLLM's running sequences
+    # (max_num_seqs; unset: vLLM's own for the card, 1,024 on an H100)
+    max_batch_size: int | None = Field(None, ge=1)
     prefix_cache_gb: float = Field(4.0, ge=0)  # hf only: prompt KV kept for reuse by later turns (0 = off)
     # live simulations, requests in flight to a served engine and judge calls in flight; unset: from
     # the device (serving.device.concurrency_limits: 64 on CPU, the engine's batch on a GPU), the
@@ -264,6 +266,14 @@ class RunSpec(BaseModel):
         """The benchmark's own settings, typed (its design's ``settings`` model over ``extra``)."""
         s = self.design.settings
         return s.model_validate({k: v for k, v in self.extra.items() if k in s.model_fields})
+
+    def resolved_models(self) -> dict[str, str]:
+        """The preset each role runs with (its own, else the one it defaults to), or, for a judge that
+        needs no model, that judge's name: what ``models`` leaves as null, spelt out for spec.yaml."""
+        out = {role: self.model_for(role) for role in self.design.role_names}
+        if self.rule_judge:
+            out[self.design.judge_role] = self.rule_judge
+        return out
 
     @property
     def judge_model(self) -> str:

@@ -129,3 +129,26 @@ def test_no_text_says_the_cis_are_over_seeds():
     over_seeds = re.compile(r"CIs? over (?:scenarios and )?seeds", re.IGNORECASE)
     said = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in USER_TEXTS for m in over_seeds.finditer(p.read_text())]
     assert said == []
+
+
+def test_spec_yaml_names_the_preset_every_role_ran_with_and_the_run_id_stays(tmp_path):
+    """docs/reproducibility.md and getting-started said spec.yaml has "every default filled in" while
+    its `models` kept `user_sim: null, judge: null` (issue 47, item 12). The recorded spec now names
+    the preset of every role beside `spec` (the section the docs name), and `spec` itself is the one
+    the run id hashes, so no run id moves; writing it again on a resume keeps both."""
+    import yaml
+
+    from localbench.runlog.rundir import RESOLVED_MODELS, RunDir
+    from localbench.spec import parse_spec
+
+    spec = parse_spec({"benchmark": "asb", "models": {"agent": "tiny-random"}})
+    run_id = spec.content_hash()
+    rd = RunDir(tmp_path / "run")
+    for _ in range(2):  # the first write, then a resume
+        rd.write_spec(spec, {RESOLVED_MODELS: {"agent": "stale"}})
+        doc = yaml.safe_load(rd.spec_file.read_text())
+        assert doc["spec"]["models"] == {"agent": "tiny-random", "user_sim": None, "judge": None}
+        assert doc[RESOLVED_MODELS] == {"agent": "tiny-random", "user_sim": "tiny-random", "judge": "tiny-random"}
+        assert parse_spec(doc["spec"], recorded=True).content_hash() == run_id
+    for page in ("reproducibility.md", "getting-started.md", "reference/spec.md"):
+        assert f"`{RESOLVED_MODELS}`" in (DOCS / page).read_text(), page

@@ -23,6 +23,12 @@ from localbench.runlog.store import RecordStore
 from localbench.spec import RECORDED, RunSpec
 
 
+RESOLVED_MODELS = "resolved_models"
+"""spec.yaml's section beside ``spec`` naming the preset every role ran with: ``spec.models`` keeps a
+role left to its default as null (so the run id, a hash of the spec as given, stays the same), and
+this section says which preset that default was."""
+
+
 class RunMismatch(UserError):
     """A run directory holds a run made with different settings than the one asked to resume it."""
 
@@ -58,11 +64,12 @@ class RunDir(RunPaths):
         now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         doc = {
             "spec": spec.model_dump(mode="json"),
+            RESOLVED_MODELS: spec.resolved_models(),
             "created": old.get("created", now),
             "resumed": old.get("resumed", []) + ([now] if old else []),
             "versions": package_versions(),
             "fingerprint": {**(old.get("fingerprint") or {}), **(fingerprint or {})},
-            **provenance,
+            **{k: v for k, v in provenance.items() if k != RESOLVED_MODELS},  # an old copy is written anew
         }
         write_atomic(self.spec_file, yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
 
