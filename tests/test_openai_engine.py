@@ -184,7 +184,7 @@ def real_server(fn):
 def server(tiny_dir):
     from localbench.serving.server import VLLMServer
 
-    srv = VLLMServer("tiny-random", location=str(tiny_dir), startup_timeout=300)
+    srv = VLLMServer("tiny-random", location=str(tiny_dir), startup_timeout=300, max_num_seqs=6)
     srv.start()
     yield srv
     srv.stop()
@@ -213,6 +213,31 @@ async def test_real_server_structured_and_bounded(server, structured):
     assert n == results[0].tokens_in == structured._count_locally(reqs[0].messages)
     d = structured.describe()
     assert d["base_url"] == server.base_url and d["structured_output_backend"] == "xgrammar"
+
+
+@real_server
+async def test_real_server_shows_its_card_and_takes_the_in_process_grammar(server):
+    """A client sizes its in-flight requests by the server's own batch (its card), not by the machine
+    it runs on, and sends the grammar the in-process engine sends (the control-character fix)."""
+    from localbench.serving.server_card import read_card
+    from localbench.serving.xgrammar_quirks import GRAMMAR_FORM, json_grammar
+
+    card = read_card(server.root_url)
+    assert card is not None and card.max_num_seqs == 6 and card.structured_outputs_backend == "xgrammar"
+    backend = server.backend()  # no bound given: the server's
+    try:
+        assert (backend.max_concurrency, backend.concurrency_source) == (6, "server")
+        spec = OutputSpec.from_model(Pick)
+        body = backend.request_body(GenerationRequest(messages=MSGS, output=spec, max_tokens=64))
+        assert body["structured_outputs"] == {"grammar": json_grammar(spec.schema_json)} and "response_format" not in body
+        assert backend.describe()["structured_output"].endswith(GRAMMAR_FORM)
+        results = await StructuredClient(backend, max_retries=0).generate_many(
+            [GenerationRequest(messages=[{"role": "user", "content": f"case {i}"}], output=spec, max_tokens=96, seed=i)
+             for i in range(8)])
+        assert all(r.ok for r in results), [(r.text, r.failure) for r in results if not r.ok]
+        assert 1 < backend.peak_in_flight <= 6
+    finally:
+        await backend.aclose()
 
 
 @real_server

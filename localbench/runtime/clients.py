@@ -10,7 +10,7 @@ from typing import Any
 
 from localbench.serving.cache import ResponseCache
 from localbench.serving.client import StructuredClient
-from localbench.serving.session import check_models_here, open_cache, open_client
+from localbench.serving.session import RoleServing, check_models_here, open_cache, open_client
 from localbench.spec import RunSpec
 
 
@@ -19,28 +19,41 @@ def run_cache(spec: RunSpec, run_dir: str | Path) -> ResponseCache | None:
     return open_cache(spec.cache, Path(run_dir), spec.no_cache)
 
 
-Engines = Mapping[tuple[str, str], str]
-"""(role, preset) -> the engine ``check_models`` chose for it: the serving plan a command makes
-once and its clients open on."""
+Engines = Mapping[tuple[str, str], RoleServing]
+"""(role, preset) -> how ``check_models`` chose to serve it (engine, memory share): the serving plan
+a command makes once and its clients open on."""
 
 
 def client_for(spec: RunSpec, role: str, run_dir: str | Path, cache: ResponseCache | None = None,
                engines: Engines | None = None) -> StructuredClient:
-    """A client for the preset that plays ``role`` (one of the design's roles), on the engine
-    ``engines`` chose for it (else chosen now)."""
+    """A client for the preset that plays ``role`` (one of the design's roles), served as
+    ``engines`` planned it (else chosen now)."""
     preset = spec.model_for(role)
+    plan = (engines or {}).get((role, preset))
     return open_client(preset, spec.serving, spec.url_for(role),
                        cache if cache is not None else run_cache(spec, run_dir), role=role,
-                       engine=(engines or {}).get((role, preset)))
+                       engine=plan.engine if plan else None,
+                       gpu_memory_utilization=plan.gpu_memory_utilization if plan else None)
 
 
-def check_models(spec: RunSpec, roles: Iterable[str] | None = None) -> dict[tuple[str, str], str]:
+def check_models(spec: RunSpec, roles: Iterable[str] | None = None) -> dict[tuple[str, str], RoleServing]:
     """Refuse at once a role (default: every role of the design) whose model cannot run here;
-    returns the engine chosen for each (``Engines``)."""
+    returns how each is served (``Engines``). The GPU is split only among engines open at the same
+    time (``open_together``)."""
     names = list(roles) if roles is not None else list(spec.design.role_names)
     models = {r: spec.model_for(r) for r in names}
-    chosen = check_models_here(models, spec.serving, {r: spec.url_for(r) for r in names})
+    chosen = check_models_here(models, spec.serving, {r: spec.url_for(r) for r in names}, open_together(spec, names))
     return {(r, models[r]): e for r, e in chosen.items()}
+
+
+def open_together(spec: RunSpec, roles: Iterable[str]) -> list[list[str]]:
+    """The groups of ``roles`` whose engines are open at the same time: the simulation roles (one
+    engine per distinct preset, all open while simulations run), then every other role alone. The
+    judge's stage opens its engine after the simulations' engines have closed (a judge pipelined
+    into the simulations is the agent's own engine, not another), so it never shares the GPU."""
+    roles = list(roles)
+    simulating = [r for r in roles if r in spec.design.simulation_roles]
+    return [simulating, *[[r] for r in roles if r not in simulating]]
 
 
 @dataclass

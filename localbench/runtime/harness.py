@@ -32,7 +32,7 @@ from localbench.runlog import JsonlStore, RunDir, Transcript, run_lock
 from localbench.runtime.clients import Engines, RoleClients
 from localbench.runtime.scheduler import Job, JobError, run_jobs
 from localbench.runtime.summary import SimulationSummary
-from localbench.serving.session import concurrency
+from localbench.serving.session import concurrency, served_limits
 from localbench.serving.types import EngineError
 from localbench.spec import RunSpec, SpecError
 
@@ -171,7 +171,8 @@ async def simulate_scenarios(spec: RunSpec, simulator: Simulator, scenarios: lis
     mine = set(spec.select_shard([u.key for u in units]))
     units = [u for u in units if u.key in mine]
     engines = ",".join(f"{role}={clients.for_role(role).backend.engine}" for role in simulator.call_roles)
-    limits = concurrency(spec.serving, engines=len(clients.distinct()))
+    limits = concurrency(spec.serving, engines=len(clients.distinct()),
+                         served=served_limits(c.backend for c in clients.distinct()))
     _write_spec(rd, spec, {**simulator.provenance(spec, clients, scenarios, n_issues), "concurrency": limits.as_dict()},
                 {**simulator.fingerprint(scenarios), "engines": engines})
     store = rd.transcripts()

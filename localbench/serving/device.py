@@ -35,6 +35,7 @@ class Device:
     count: int = 0
     driver: str | None = None
     cuda: str | None = None  # the CUDA version torch was built with
+    driver_cuda: str | None = None  # the newest CUDA the driver runs (NVML), e.g. "12.4"
 
     @property
     def is_cuda(self) -> bool:
@@ -55,21 +56,46 @@ def nvml_safe_cuda_check() -> None:
 
 
 def _driver() -> str | None:
+    card = nvml_card()
+    return card["driver"] if card else None
+
+
+def nvml_card() -> dict[str, Any] | None:
+    """The GPUs as NVML reports them (count, first card's name, memory and compute capability, the
+    driver and the newest CUDA it runs), without a CUDA context; None where NVML is not there (no
+    ``nvidia-ml-py``, no driver)."""
     try:
         import pynvml  # type: ignore[import-not-found]
 
         pynvml.nvmlInit()
-        try:
-            v = pynvml.nvmlSystemGetDriverVersion()
-            return v.decode() if isinstance(v, bytes) else str(v)
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:  # noqa: BLE001 - no NVML library, no driver: unknown
+    except Exception:  # noqa: BLE001 - no NVML library, no driver
         return None
+    try:
+        count = int(pynvml.nvmlDeviceGetCount())
+        if count < 1:
+            return None
+        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        name = pynvml.nvmlDeviceGetName(handle)
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        cuda = int(pynvml.nvmlSystemGetCudaDriverVersion())  # 12040 for CUDA 12.4
+        major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
+        return {"count": count, "name": name.decode() if isinstance(name, bytes) else str(name),
+                "memory_gib": round(pynvml.nvmlDeviceGetMemoryInfo(handle).total / GIB, 1),
+                "capability": (int(major), int(minor)),
+                "driver": driver.decode() if isinstance(driver, bytes) else str(driver),
+                "driver_cuda": f"{cuda // 1000}.{cuda % 1000 // 10}"}
+    except Exception:  # noqa: BLE001 - an NVML too old for one of these calls: ask torch instead
+        return None
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:  # noqa: BLE001
+            pass
 
 
 def detect() -> Device:
-    """The device here. CUDA properties are read through torch, after the NVML-based check."""
+    """The device here: from NVML where it is there (no CUDA context, so vLLM may still fork),
+    else from torch's device properties (which initialise CUDA in this process)."""
     if importlib.util.find_spec("torch") is None:
         return CPU
     nvml_safe_cuda_check()
@@ -77,12 +103,40 @@ def detect() -> Device:
 
     if not torch.cuda.is_available():
         return CPU
+    torch_cuda = getattr(torch.version, "cuda", None)
+    card = nvml_card()
+    if card is not None:
+        return Device("cuda", name=card["name"], memory_gib=card["memory_gib"], capability=card["capability"],
+                      count=card["count"], driver=card["driver"], cuda=torch_cuda, driver_cuda=card["driver_cuda"])
     # get_device_properties initialises CUDA in this process; callers that start vLLM after it
     # rely on engine_environment()'s spawn method, which is why that is set unconditionally.
     props = torch.cuda.get_device_properties(0)
     return Device("cuda", name=str(props.name), memory_gib=round(props.total_memory / GIB, 1),
                   capability=(int(props.major), int(props.minor)), count=int(torch.cuda.device_count()),
-                  driver=_driver(), cuda=getattr(torch.version, "cuda", None))
+                  driver=_driver(), cuda=torch_cuda)
+
+
+def driver_problem(device: Device) -> str | None:
+    """One line when the driver is too old for torch's CUDA (its newest CUDA has a lower major
+    version than the one torch was built with: CUDA's minor-version compatibility stops at a major
+    version), else None. Unknown either way: None."""
+    if not device.is_cuda or not device.cuda or not device.driver_cuda:
+        return None
+    try:
+        need = int(device.cuda.split(".")[0])
+        have = int(device.driver_cuda.split(".")[0])
+    except ValueError:
+        return None
+    if have >= need:
+        return None
+    return (f"NVIDIA driver {device.driver} runs CUDA up to {device.driver_cuda}, but torch was built for CUDA "
+            f"{device.cuda}: nothing will start on the GPU; update the driver (CUDA {need}.x needs driver "
+            f"{MIN_DRIVER.get(need, 'a newer one')} or newer) or install a torch built for CUDA {have}")
+
+
+MIN_DRIVER = {11: "450.80.02", 12: "525.60.13", 13: "580.65.06"}
+"""The oldest Linux driver of each CUDA major version (NVIDIA's CUDA release notes, minor-version
+compatibility): a driver older than this cannot run any CUDA of that major version."""
 
 
 def engine_environment(device: Device) -> dict[str, str]:

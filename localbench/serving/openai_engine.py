@@ -1,9 +1,14 @@
 """The ``openai`` engine: any OpenAI-compatible server (``vllm serve``, SGLang, llama.cpp's server).
 
 Structured requests go out as ``response_format: {"type": "json_schema", ...}`` with
-``strict: true``; the server's grammar does the constraining. The client keeps at most
-``max_concurrency`` requests in flight (the server batches them) and records the peak, so a
-test can check the bound.
+``strict: true``, and the server's grammar does the constraining; to a server that shows
+localbench's card (``server_card``: every server ``localbench serve`` starts) and constrains with
+xgrammar, they go out as ``structured_outputs: {"grammar": ...}`` with the grammar the in-process
+engine uses (``xgrammar_quirks.json_grammar``), so both paths reject replies at the same rate.
+The client keeps at most ``max_concurrency`` requests in flight (the server batches them) and
+records the peak, so a test can check the bound. Unless the caller fixes it (the spec's
+``serving.max_concurrency``), that bound is the server's own ``max_num_seqs``, read from its card;
+a server without one gets DEFAULT_MAX_CONCURRENCY.
 
 Transient trouble (connection refused or reset, timeouts, 429, 5xx) is retried with exponential
 backoff and jitter; when the attempts run out the caller gets one EngineError that names the
@@ -39,6 +44,7 @@ from typing import Any
 import httpx
 
 from localbench.serving.presets import Preset
+from localbench.serving.server_card import ServerCard, read_card
 from localbench.serving.types import Backend, EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion
 from localbench.serving.messages import has_images
 from localbench.serving.vision import engine_messages, openai_messages
@@ -52,6 +58,9 @@ DEFAULT_FIRST_BYTE_S = 30.0
 A request that has heard nothing for this long makes the client ask ``GET /health`` (a busy server
 answers it at once); a server that answers neither accepts connections but is hung, and is named
 in one line without retrying (about 35 s with the defaults)."""
+
+DEFAULT_MAX_CONCURRENCY = 64
+"""Requests in flight to a server that does not say how many it batches (no ``server_card``)."""
 
 PROBE_TIMEOUT_S = 5.0
 WAIT_NOTE_EVERY_S = 10.0
@@ -122,6 +131,13 @@ def _server_message(r: httpx.Response) -> str:
     return str(body)[:500]
 
 
+def _xgrammar_here() -> bool:
+    """Whether this client can build the grammar a card-showing server takes (xgrammar installed)."""
+    import importlib.util
+
+    return importlib.util.find_spec("xgrammar") is not None
+
+
 class OpenAIBackend(Backend):
     """Backend over an OpenAI-compatible HTTP server; build it with ``from_preset``."""
 
@@ -133,7 +149,8 @@ class OpenAIBackend(Backend):
                  chat_template_kwargs: dict[str, Any] | None = None, tokenizer_location: str | None = None,
                  grammar_backend: str = "server", transport: httpx.AsyncBaseTransport | None = None,
                  model_aliases: list[str] | None = None, preset: Preset | None = None,
-                 accepts_images: bool | None = None, first_byte_timeout: float = DEFAULT_FIRST_BYTE_S):
+                 accepts_images: bool | None = None, first_byte_timeout: float = DEFAULT_FIRST_BYTE_S,
+                 server_card: ServerCard | None = None, concurrency_source: str = "given"):
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
         if max_attempts < 1:
@@ -144,6 +161,9 @@ class OpenAIBackend(Backend):
         self.identity = identity
         self.max_model_len = max_model_len
         self.max_concurrency = max_concurrency
+        self.concurrency_source = concurrency_source  # "spec", "server" (its card) or "default"
+        self.server_card = server_card
+        self.sends_grammar = server_card is not None and server_card.takes_grammars and _xgrammar_here()
         self.max_attempts = max_attempts
         self.backoff_s = backoff_s
         self.backoff_max_s = backoff_max_s
@@ -177,7 +197,7 @@ class OpenAIBackend(Backend):
         self.retries = 0
 
     @classmethod
-    def from_preset(cls, preset: Preset, base_url: str | None = None, max_concurrency: int = 64,
+    def from_preset(cls, preset: Preset, base_url: str | None = None, max_concurrency: int | None = None,
                     api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT_S, max_attempts: int = 6,
                     model: str | None = None, grammar_backend: str = "server", backoff_s: float = 0.5,
                     backoff_max_s: float = 20.0, transport: httpx.AsyncBaseTransport | None = None,
@@ -187,7 +207,9 @@ class OpenAIBackend(Backend):
         ``model`` defaults to the preset's name (what ``localbench serve`` serves it as; the hub
         repo id or local path are tried after a 404); an explicit ``model`` is sent as given.
         ``grammar_backend`` only records what the server constrains with (a server started by
-        ``localbench serve`` uses xgrammar); options meant for other engines are ignored.
+        ``localbench serve`` uses xgrammar, and says so on its card); options meant for other
+        engines are ignored. ``max_concurrency``: requests in flight; None takes the server's
+        ``max_num_seqs`` from its card (``server_card``), else DEFAULT_MAX_CONCURRENCY.
         """
         from localbench.serving.weights import declared_identity, served_names
 
@@ -197,8 +219,19 @@ class OpenAIBackend(Backend):
                 f"start a server with `localbench serve {preset.name}`"
             )
         names = [model] if model else served_names(preset)
+        root = _normalize_base_url(base_url)[: -len("/v1")]
+        sync = transport if isinstance(transport, httpx.BaseTransport) else None
+        card = read_card(root, {"Authorization": f"Bearer {api_key}"} if api_key else None, transport=sync)
+        if card is not None and card.takes_grammars:
+            grammar_backend = card.structured_outputs_backend or grammar_backend
+        if max_concurrency is not None:
+            source = "spec"
+        elif card is not None:
+            max_concurrency, source = card.max_num_seqs, "server"
+        else:
+            max_concurrency, source = DEFAULT_MAX_CONCURRENCY, "default"
         return cls(base_url, names[0], declared_identity(preset), max_model_len=preset.max_model_len,
-                   max_concurrency=max_concurrency, api_key=api_key, timeout=timeout, max_attempts=max_attempts,
+                   max_concurrency=max_concurrency, server_card=card, concurrency_source=source, api_key=api_key, timeout=timeout, max_attempts=max_attempts,
                    chat_template_kwargs=preset.chat_template_kwargs, grammar_backend=grammar_backend,
                    backoff_s=backoff_s, backoff_max_s=backoff_max_s, transport=transport,
                    model_aliases=names[1:], preset=preset, first_byte_timeout=first_byte_timeout)
@@ -370,7 +403,11 @@ class OpenAIBackend(Backend):
             "temperature": request.temperature,
             "seed": request.seed,
         }
-        if request.output is not None:
+        if request.output is not None and self.sends_grammar:
+            from localbench.serving.xgrammar_quirks import json_grammar
+
+            body["structured_outputs"] = {"grammar": json_grammar(request.output.schema_json)}
+        elif request.output is not None:
             body["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": request.output.name, "schema": request.output.schema, "strict": True},
@@ -531,15 +568,26 @@ class OpenAIBackend(Backend):
             "base_url": self.base_url,
             "model": self.model,
             "accepts_images": self.accepts_images,
-            "structured_output": "response_format json_schema (strict)",
+            "structured_output": self.structured_output,
             "structured_output_backend": self.grammar_backend,
             "max_concurrency": self.max_concurrency,
+            "concurrency_source": self.concurrency_source,
+            "server_card": self.server_card.as_dict() if self.server_card is not None else None,
             "max_attempts": self.max_attempts,
             "timeout_s": self.timeout,
             "first_byte_timeout_s": self.first_byte_timeout,
             "chat_template_kwargs": self.chat_template_kwargs,
             "batch_invariant": None,  # the server's own setting (VLLM_BATCH_INVARIANT=1 where it was started)
         }
+
+    @property
+    def structured_output(self) -> str:
+        """How structured requests are sent (recorded by describe())."""
+        if self.sends_grammar:
+            from localbench.serving.xgrammar_quirks import GRAMMAR_FORM
+
+            return f"structured_outputs grammar: {GRAMMAR_FORM}"
+        return "response_format json_schema (strict)"
 
     async def aclose(self) -> None:
         if self._client is not None:

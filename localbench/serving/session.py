@@ -8,7 +8,8 @@ which role a model plays is the caller's business.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,19 +36,29 @@ def engine_for(preset: Preset, serving: EngineOptions, base_url: str | None) -> 
     return batch_invariant_engine(engine, serving.engine) if serving.batch_invariant else engine
 
 
-def check_models_here(models: Mapping[str, str], serving: EngineOptions,
-                      urls: Mapping[str, str | None]) -> dict[str, str]:
+@dataclass(frozen=True)
+class RoleServing:
+    """How one role's model is served in a run: the engine chosen for it and, for an in-process
+    vLLM engine that shares its GPU with others open at the same time, its memory share (None:
+    the preset's own)."""
+
+    engine: str
+    gpu_memory_utilization: float | None = None
+
+
+def check_models_here(models: Mapping[str, str], serving: EngineOptions, urls: Mapping[str, str | None],
+                      together: Sequence[Collection[str]] | None = None) -> dict[str, RoleServing]:
     """Refuse at once (UserError) a role whose preset is unknown or cannot run on this machine
     (needs a GPU, weights not fetched), rather than after hours of the stages before it. A model
     served elsewhere (the openai engine) needs nothing here. ``models``: role -> preset;
-    ``urls``: role -> the server it is reached at, if any. Returns role -> the engine chosen for it,
-    for the clients to open it on (``open_client``'s ``engine``)."""
+    ``urls``: role -> the server it is reached at, if any; ``together``: the groups of roles whose
+    engines are open at the same time (default: all of them), among which alone the GPU is split.
+    Returns role -> how it is served, for the clients to open it on (``open_client``)."""
     from localbench.serving.availability import check
 
     presets = {role: load_preset(name) for role, name in models.items()}
     engines = {role: engine_for(p, serving, urls.get(role)) for role, p in presets.items()}
-    # presets this process opens in vLLM on its GPU -> their memory share
-    plan_gpu_memory({p.name: p.gpu_memory_utilization for role, p in presets.items() if engines[role] == "vllm"})
+    shares = gpu_shares(presets, engines, together if together is not None else [list(models)])
     for role, name in models.items():
         preset, engine = presets[role], engines[role]
         if engine == "openai":
@@ -56,13 +67,31 @@ def check_models_here(models: Mapping[str, str], serving: EngineOptions,
         if not found.usable:
             raise UserError(f"{role.replace('_', '-')} model '{name}' cannot run on this machine: {found.reason} "
                             "(`localbench models` lists the presets that can; --base-url uses a server instead)")
-    return engines
+    return {role: RoleServing(engines[role], shares.get(role)) for role in models}
 
 
-# Each in-process vLLM engine's share of the one GPU they share (set by check_models_here for the
-# run's models, read by open_client): two presets asking 0.85 each would fail vLLM's free-memory
-# check at the second start; the Slurm path refuses two servers on one GPU instead.
-GPU_MEMORY_SHARES: dict[str, float] = {}
+def gpu_shares(presets: Mapping[str, Preset], engines: Mapping[str, str],
+               together: Sequence[Collection[str]]) -> dict[str, float]:
+    """role -> memory share, for the in-process vLLM engines that share the GPU with another open at
+    the same time (``device.memory_shares``; roles played by one preset are one engine). An engine
+    that opens alone (a judge whose stage starts after the simulations' engines closed) keeps its
+    preset's share and is not listed. A split too thin to run is a UserError now, before any
+    engine starts; two presets asking 0.85 each would otherwise fail vLLM's free-memory check at
+    the second start."""
+    from localbench.serving.device import MemorySplitError, memory_shares
+
+    out: dict[str, float] = {}
+    for group in together:
+        local = [r for r in group if r in presets and engines.get(r) == "vllm"]
+        requested = {presets[r].name: presets[r].gpu_memory_utilization for r in local}
+        if len(requested) < 2:
+            continue
+        try:
+            split = memory_shares(requested, detect_device())
+        except MemorySplitError as e:
+            raise UserError(f"field 'models': {e}") from e
+        out.update({r: split[presets[r].name] for r in local if split[presets[r].name] != requested[presets[r].name]})
+    return out
 
 
 def detect_device():  # a function, so tests put a simulated GPU here
@@ -76,33 +105,30 @@ def _detect_once():
     return detect()
 
 
-def concurrency(serving: EngineOptions, engines: int = 1):
+def concurrency(serving: EngineOptions, engines: int = 1, served: Sequence[int] = ()):
     """How many simulations, requests and judge calls run at once (``device.concurrency_limits``):
     the spec's ``max_concurrency`` when set (no device asked), else from the device here;
-    ``engines``: distinct models the simulations share it among."""
-    from localbench.serving.device import CPU, concurrency_limits
+    ``engines``: distinct models the simulations share it among; ``served``: the in-flight limits
+    of those that are servers (each read from its server, ``server_card``). Where every engine is a
+    server, the device here does not matter: the largest server's limit bounds all three; beside
+    in-process engines, it raises the device's where it is larger."""
+    from localbench.serving.device import CPU, Concurrency, concurrency_limits
 
     if serving.max_concurrency:
         return concurrency_limits(CPU, serving.max_concurrency)
+    if served:
+        n = max(served)
+        if len(served) >= engines:
+            return Concurrency(n, n, n, "server")
+        local = concurrency_limits(detect_device(), None, engines - len(served))
+        return Concurrency(max(n, local.simulations), max(n, local.requests), max(n, local.judge),
+                           f"server and {local.source}")
     return concurrency_limits(detect_device(), None, engines)
 
 
-def plan_gpu_memory(requested: dict[str, float]) -> dict[str, float]:
-    """Split the GPU between the presets that open in-process vLLM engines here (``device.memory_shares``);
-    a split too thin to run is a UserError now, before any engine starts."""
-    from localbench.serving.device import MemorySplitError, memory_shares
-
-    GPU_MEMORY_SHARES.clear()
-    if len(requested) < 2:
-        return {}
-    device = detect_device()
-    try:
-        shares = memory_shares(requested, device)
-    except MemorySplitError as e:
-        raise UserError(f"field 'models': {e}") from e
-    if shares != requested:
-        GPU_MEMORY_SHARES.update(shares)
-    return dict(GPU_MEMORY_SHARES)
+def served_limits(backends: Iterable[Any]) -> list[int]:
+    """The in-flight limits of the served engines among ``backends`` (``concurrency``'s ``served``)."""
+    return [b.max_concurrency for b in backends if getattr(b, "engine", None) == "openai"]
 
 
 def batch_invariant_engine(engine: str, requested: str) -> str:
@@ -121,27 +147,33 @@ def batch_invariant_engine(engine: str, requested: str) -> str:
                     "leave serving.batch_invariant off")
 
 
+HF_BATCH = 32
+"""The hf engine's forward-pass batch where ``serving.max_batch_size`` is unset."""
+
+
 def open_client(preset_name: str, serving: EngineOptions, base_url: str | None, cache: ResponseCache | None,
-                role: str = "", engine: str | None = None) -> StructuredClient:
+                role: str = "", engine: str | None = None, gpu_memory_utilization: float | None = None) -> StructuredClient:
     """A client for ``preset_name`` on ``engine``, else the one the serving options pick (``role``
-    names it in errors)."""
+    names it in errors); ``gpu_memory_utilization``: an in-process vLLM engine's share of a GPU it
+    shares (``check_models_here``), else the preset's own."""
     preset = load_preset(preset_name)
     engine = engine or engine_for(preset, serving, base_url)
     opts: dict[str, Any]
     if engine == "openai":
         if not base_url:
             raise UserError(f"serving.base_url is required with the openai engine (role {role or preset_name})")
-        opts = {"base_url": base_url, "max_concurrency": concurrency(serving).requests,
+        # the spec's bound, else the server's own (its card), never this machine's
+        opts = {"base_url": base_url, "max_concurrency": serving.max_concurrency,
                 "timeout": serving.request_timeout_s, "first_byte_timeout": serving.first_byte_timeout_s}
     elif engine == "hf":
-        opts = {"grammar": serving.grammar, "max_batch_size": serving.max_batch_size,
+        opts = {"grammar": serving.grammar, "max_batch_size": serving.max_batch_size or HF_BATCH,
                 "prefix_cache_gb": serving.prefix_cache_gb}
         if serving.batch_invariant:  # each row alone: padding, batch shape and reused KV cannot change it
             opts.update(max_batch_size=1, prefix_cache_gb=0.0)
     else:
-        opts = {}
-        if preset.name in GPU_MEMORY_SHARES:  # another in-process engine shares this GPU
-            opts["gpu_memory_utilization"] = GPU_MEMORY_SHARES[preset.name]
+        opts = {"max_batch_size": serving.max_batch_size}  # vLLM's max_num_seqs, where the spec caps it
+        if gpu_memory_utilization is not None:  # another in-process engine shares this GPU
+            opts["gpu_memory_utilization"] = gpu_memory_utilization
         if serving.batch_invariant:
             import os
 

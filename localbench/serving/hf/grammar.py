@@ -3,9 +3,11 @@
 Both backends write the same packed bitmask (int32 words, bit set = token allowed), so the
 decode loop applies either with ``xgrammar.apply_token_bitmask_inplace``.
 
-- ``xgrammar`` (default): one compiled grammar per row, so one batch mixes schemas. Schemas are
-  compiled strictly (no extra keys) and compact (no whitespace at all, the form vLLM produces
-  with ``disable_any_whitespace``), so a model cannot burn its token budget on blanks.
+- ``xgrammar`` (default): one compiled grammar per row, so one batch mixes schemas. A schema is
+  compiled as ``xgrammar_quirks.json_grammar``, the grammar the vllm engine sends too: strict (no
+  extra keys), compact (no whitespace at all, the form vLLM produces with
+  ``disable_any_whitespace``, so a model cannot burn its token budget on blanks), and with no raw
+  control character inside a length-bounded string.
 - ``outlines``: outlines' own engine (``outlines_core``: a regex index over the vocabulary). The
   regex is built with no whitespace. It keeps outlines' contract of one schema per batch, so the
   micro-batcher groups requests by schema. Its JSON-schema translation does not enforce
@@ -23,7 +25,7 @@ from typing import Any, Protocol
 from localbench.errors import UserError
 from localbench.serving.output import OutputSpec
 from localbench.serving.types import EngineError
-from localbench.serving.xgrammar_quirks import control_byte_tokens
+from localbench.serving.xgrammar_quirks import json_grammar
 
 GRAMMAR_BACKENDS = ("xgrammar", "outlines")
 
@@ -68,12 +70,10 @@ def _version(dist: str) -> str:
 
 
 class _MaskRules:
-    """What every constrained row's mask gets on top of its grammar.
-
-    - No token holding a raw control byte (U+0000-U+001F): see ``xgrammar_quirks``.
-    - ``only_stop`` tells when nothing but a stop token may follow, so a finished reply ends
-      without spending a forward pass on the forced EOS.
-    """
+    """What every constrained row's mask gets on top of its grammar: no id past the vocabulary (the
+    logits' padding); and ``only_stop`` tells when nothing but a stop token may follow, so a finished reply ends without spending a forward pass
+    on the forced EOS. (Raw control characters are the grammars' business: ``xgrammar_quirks``
+    for xgrammar; outlines' strings exclude them already.)"""
 
     def __init__(self, decoded_vocab: list[bytes], vocab_size: int, stop_ids: list[int]):
         import torch
@@ -81,16 +81,15 @@ class _MaskRules:
         words = (vocab_size + 31) // 32
         allowed = torch.zeros(words * 32, dtype=torch.bool)
         allowed[: min(len(decoded_vocab), vocab_size)] = True
-        allowed[control_byte_tokens(decoded_vocab, vocab_size)] = False
         allowed[stop_ids] = True
-        self.printable = _pack(allowed)
+        self.real_tokens = _pack(allowed)  # the vocabulary and stop ids, not the logits' padding
         non_stop = torch.zeros(words * 32, dtype=torch.bool)
         non_stop[:vocab_size] = True
         non_stop[stop_ids] = False
         self.non_stop = _pack(non_stop)
 
     def apply(self, bitmask: Any, row: int) -> None:
-        bitmask[row] &= self.printable
+        bitmask[row] &= self.real_tokens
 
     def only_stop(self, bitmask: Any, row: int) -> bool:
         return not bool((bitmask[row] & self.non_stop).any())
@@ -136,9 +135,7 @@ class XGrammarBackend:
             grammar = self._compiled.get(key)
             if grammar is None:
                 try:
-                    grammar = self._compiler.compile_json_schema(
-                        json.dumps(spec.schema), any_whitespace=False, separators=(",", ":"), strict_mode=True
-                    )
+                    grammar = self._compiler.compile_grammar(json_grammar(spec.schema_json))
                 except Exception as e:  # noqa: BLE001 - xgrammar raises RuntimeError/ValueError variously
                     raise GrammarError(f"xgrammar cannot compile schema '{spec.name}' ({key}): {e}") from e
                 self._compiled[key] = grammar
