@@ -16,7 +16,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from localbench.paths import presets_dir, presets_dirs
+from localbench.paths import presets_dir, presets_dirs  # noqa: F401  (presets_dir: the shipped folder, imported from here)
 
 
 class PresetError(UserError, ValueError):
