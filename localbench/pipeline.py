@@ -104,7 +104,9 @@ def simulate_stage(spec: RunSpec, progress: bool | None = None, along: "JudgeAlo
 
     res = res or Resolved(spec)
     summary = simulate(spec, res.simulator, progress=progress, along=along, scripted=res.bm.scripted_backend,
-                       load=res.load, engines=res.engines)
+                       load=res.load, engines=res.engines,
+                       preflight=(lambda scenarios: preflight_outputs(spec, res.bm, scenarios, pipelined=along is not None))
+                       if spec.serving.preflight else None)
     log(summary.line())  # how many ran now and how many a resumed run found already done
     if along is not None and along.summary_line:
         log(along.summary_line)
@@ -119,6 +121,17 @@ def simulate_stage(spec: RunSpec, progress: bool | None = None, along: "JudgeAlo
     if summary.all_failed:  # nothing to judge or score: say so now, not with a report of failures
         raise IncompleteRun(summary.all_failed_line())
     return summary.run_dir
+
+
+def preflight_outputs(spec: RunSpec, bm: Benchmark, scenarios: list[Any], pipelined: bool = False) -> dict[str, list]:
+    """role -> the schemas each engine answers once before the first simulation (``runtime.preflight``):
+    the benchmark's, the judge's on the agent's engine where judging is pipelined into the
+    simulations, and none for the judge where the run has none."""
+    outputs = {role: list(specs) for role, specs in bm.preflight_outputs(spec, scenarios).items()}
+    judge = outputs.pop(spec.design.judge_role, [])
+    if pipelined and spec.judged:
+        outputs.setdefault(spec.design.primary_role, []).extend(judge)
+    return outputs
 
 
 def judge_concurrency(spec: RunSpec, client=None) -> int:
@@ -198,6 +211,11 @@ async def _judge(spec: RunSpec, rd: RunDir, progress: bool | None, res: Resolved
     _keep_one_judge(spec, rd, rubrics)
     client = client_for(spec, spec.design.judge_role, rd.path, engines=res.engines)
     try:
+        if spec.serving.preflight:  # the judge's engine takes each of its schemas, before the first call
+            from localbench.runtime.preflight import check_engines
+
+            judge = spec.design.judge_role
+            await check_engines([(client, judge, res.bm.preflight_outputs(spec, list(scenarios.values())).get(judge, []))])
         _record_judge(spec, rd, client, rubrics)
         log(f"judging {len(transcripts)} simulations with {spec.judge_model}")
         summary = await judge_transcripts(spec, transcripts, scenarios, client, rd.judgments(), show_progress=progress)

@@ -61,12 +61,15 @@ class EngineOptions(BaseModel):
     # openai: seconds the server may send nothing at all (``--first-byte-timeout``) before it is asked
     # GET /health and, silent there too, named as hung (localbench.serving.openai_engine)
     first_byte_timeout_s: float = Field(30.0, gt=0)
+    # before the first simulation (and the first judge call), each engine answers one constrained
+    # request of each schema it will be sent; a refusal stops the run in seconds (runtime.preflight)
+    preflight: bool = True
 
 
 NOT_RESULTS: dict[str, Any] = {
     "out": True, "run_id": True, "judge_eval": True, "cache": True, "no_cache": True, "shard": True, "num_shards": True, "slurm": True,
     "serving": {"base_url": True, "judge_base_url": True, "max_concurrency": True, "max_batch_size": True,
-                "prefix_cache_gb": True, "request_timeout_s": True, "first_byte_timeout_s": True},
+                "prefix_cache_gb": True, "request_timeout_s": True, "first_byte_timeout_s": True, "preflight": True},
 }
 
 

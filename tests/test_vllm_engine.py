@@ -167,6 +167,23 @@ async def test_describe_records_the_pinned_grammar(tiny_vllm):
     assert tiny_vllm.grammar_backend == "xgrammar"
 
 
+async def test_every_examples_schemas_pass_the_preflight_on_the_vllm_engine(tiny_vllm):
+    """The real vLLM engine takes a request of each schema every shipped example sends (the grammar
+    form the GPU path uses too: no logit bias, no logits processor)."""
+    from pathlib import Path
+
+    from localbench.pipeline import benchmark_of, preflight_outputs
+    from localbench.runtime.preflight import check_backend
+    from localbench.spec import load_spec
+
+    for example in sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.yaml")):
+        spec = load_spec(example)
+        bm = benchmark_of(spec)
+        scenarios = list(bm.load_scenarios(spec.scenarios, spec.categories, 2).values())
+        outputs = [o for specs in preflight_outputs(spec, bm, scenarios, pipelined=True).values() for o in specs]
+        assert outputs and await check_backend(tiny_vllm, outputs, example.stem) == []
+
+
 async def test_smollm2_answers_a_structured_request(smollm2_dir):
     """The real small model on the real engine, then a clean shutdown that refuses new work."""
     from localbench.serving.vllm_engine import VLLMBackend

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from localbench.report.plan import ReportPlan
     from localbench.runtime.harness import Simulator
     from localbench.serving.client import StructuredClient
+    from localbench.serving.output import OutputSpec
     from localbench.spec import RunSpec
     from localbench.viewdata import SimulationView
 
@@ -146,6 +147,12 @@ class Benchmark:
         raise NotImplementedError
 
     # -- optional capabilities: the defaults say "none" ------------------------------------------
+    def preflight_outputs(self, spec: RunSpec, scenarios: Sequence[Any]) -> dict[str, list[OutputSpec]]:
+        """role -> the output schemas that role's model is asked for (those of the first scenarios),
+        which every engine answers once before the first simulation (``runtime.preflight``); the
+        default: none, so no preflight."""
+        return {}
+
     def scripted_backend(self, name: str) -> Any | None:
         """A backend that plays preset ``name`` with no model (a scripted agent: no weights, no
         engine; the simulate stage opens it uncached), or None: every player is a model."""

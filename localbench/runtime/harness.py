@@ -30,8 +30,10 @@ from typing import Any, Protocol
 
 from localbench.runlog import JsonlStore, RunDir, Transcript, run_lock
 from localbench.runtime.clients import Engines, RoleClients
+from localbench.runtime.preflight import check_engines, engines_to_check
 from localbench.runtime.scheduler import Job, JobError, run_jobs
 from localbench.runtime.summary import SimulationSummary
+from localbench.serving.output import OutputSpec
 from localbench.serving.session import concurrency, served_limits
 from localbench.serving.types import EngineError
 from localbench.spec import RunSpec, SpecError
@@ -163,8 +165,11 @@ def error_transcript(unit: Unit, model: str, err: JobError) -> Transcript:
 
 async def simulate_scenarios(spec: RunSpec, simulator: Simulator, scenarios: list[Any], clients: RoleClients,
                              run_dir: str | Path | None = None, *, progress: bool | None = None,
-                             n_issues: int = 0, along: Along | None = None) -> SimulationSummary:
-    """Run every simulation of ``spec`` over ``scenarios`` not yet in the run's transcripts."""
+                             n_issues: int = 0, along: Along | None = None,
+                             preflight: Mapping[str, Sequence[OutputSpec]] | None = None) -> SimulationSummary:
+    """Run every simulation of ``spec`` over ``scenarios`` not yet in the run's transcripts;
+    ``preflight``: role -> the schemas each engine answers once before the first simulation
+    (``runtime.preflight``: a refusal stops the stage here, with nothing written as a simulation)."""
     simulator.check(spec)
     rd = RunDir(run_dir if run_dir is not None else spec.run_dir)
     units = simulator.plan(spec, scenarios)
@@ -208,6 +213,8 @@ async def simulate_scenarios(spec: RunSpec, simulator: Simulator, scenarios: lis
         summary.first_error = summary.first_error or err.error
         ends["error"] += 1
 
+    if todo and preflight:
+        await check_engines(engines_to_check(clients, preflight))
     if summary.already_done:  # the progress below counts only what is left
         print(f"resuming {rd.path}: {summary.already_done} of {summary.total} simulations already done, "
               f"{len(todo)} to run", file=sys.stderr, flush=True)
@@ -242,12 +249,14 @@ def open_clients(spec: RunSpec, simulator: Simulator, run_dir: str | Path | None
 def simulate(spec: RunSpec, simulator: Simulator, *, progress: bool | None = None,
              along: Along | None = None, scripted: Callable[[str], Any | None] | None = None,
              load: Callable[[RunSpec], tuple[list[Any], int]] | None = None,
-             engines: Engines | None = None) -> SimulationSummary:
+             engines: Engines | None = None,
+             preflight: Callable[[list[Any]], Mapping[str, Sequence[OutputSpec]]] | None = None) -> SimulationSummary:
     """The whole stage in one call: load, check the directory, open the models, simulate, close;
     ``along``: work that follows each simulation on the same clients (see ``Along``); ``scripted``:
     preset -> a backend that plays it with no model, or None (``RoleClients.open``); ``load``: the
     scenarios as the command loaded them once (default: ``simulator.load``); ``engines``: the
-    engine chosen for each role once (``check_models``)."""
+    engine chosen for each role once (``check_models``); ``preflight``: the scenarios -> role ->
+    the schemas each engine answers once first (``simulate_scenarios``)."""
     simulator.check(spec)
     scenarios, n_issues = (load or simulator.load)(spec)
     if not scenarios:
@@ -259,7 +268,8 @@ def simulate(spec: RunSpec, simulator: Simulator, *, progress: bool | None = Non
         clients = open_clients(spec, simulator, scripted=scripted, engines=engines)
         try:
             return await simulate_scenarios(spec, simulator, scenarios, clients, progress=progress,
-                                            n_issues=n_issues, along=along)
+                                            n_issues=n_issues, along=along,
+                                            preflight=preflight(scenarios) if preflight is not None else None)
         finally:
             await clients.aclose()
 

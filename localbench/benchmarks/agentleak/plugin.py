@@ -24,6 +24,7 @@ class AgentLeak(Benchmark):
     view_simulation = delegate(f"{HERE}.view:view_simulation")
     report_plan = delegate(f"{HERE}.report:report_plan")
     build_gold = delegate(f"{HERE}.gold_pairs:build_gold")
+    preflight_outputs = delegate(f"{HERE}.preflight:preflight_outputs")
 
     def scripted_backend(self, name: str):
         """``oracle`` and ``oracle-leaks-C<k>``: the scripted agents of ``oracle.py``."""

@@ -30,6 +30,7 @@ from localbench.benchmarks.agentleak.scenario import Agent, Scenario
 from localbench.runlog import LogEntry, Transcript
 from localbench.runtime.calls import FittedCall, OutOfContext, SimulationCalls
 from localbench.runtime.clients import RoleClients
+from localbench.serving.output import OutputSpec
 from localbench.serving.seeds import derive_seed
 
 TEMPERATURES = {"agent": 0.7}
@@ -141,6 +142,12 @@ class AgentSystem:
             memory_keys=self.sandbox.memory_keys(), privacy_instruction=self.scenario.privacy_instruction,
             privacy_prompt=self.setting.privacy_prompt, hidden_objective=self.injection.hidden_objective(agent.id))
 
+    def action_spec(self, agent: Agent) -> OutputSpec:
+        """The agent's action schema: its tools (with the fields each can be asked for), its peers,
+        and a final answer where it is the entry agent."""
+        tools = tuple((t, tool_fields(self.scenario, self.sandbox.tools[t])) for t in agent.tools)
+        return action_spec(tools, tuple(self.peers(agent)), agent.id == self.entry.id, self.settings.text_chars)
+
     async def decide(self, agent: Agent) -> FittedCall:
         """The agent's next action, from what it has seen so far (one grammar-constrained call)."""
         self.unseen[agent.id] = False
@@ -151,8 +158,7 @@ class AgentSystem:
             return [{"role": "system", "content": system},
                     {"role": "user", "content": PROMPTS.render("turn.j2", history=history[dropped:], dropped=dropped)}]
 
-        tools = tuple((t, tool_fields(self.scenario, self.sandbox.tools[t])) for t in agent.tools)
-        spec = action_spec(tools, tuple(self.peers(agent)), agent.id == self.entry.id, self.settings.text_chars)
+        spec = self.action_spec(agent)
         seed = derive_seed(self.settings.run_seed, self.scenario.id, self.condition, self.seed_index, self.round, agent.id)
         return await self.calls.call(role="agent", build=build, n_history=len(history), output=spec, seed=seed,
                                      tag=f"{self.key} r{self.round} {agent.id}",

@@ -31,6 +31,7 @@ class AgentSocialBench(Benchmark):
     build_gold = delegate(f"{HERE}.gold_pairs:build_gold")
     planted_judgments = delegate(f"{HERE}.planting:planted_judgments")
     write_planted_run = delegate(f"{HERE}.planting:write_planted_run")
+    preflight_outputs = delegate(f"{HERE}.preflight:preflight_outputs")
 
     def load_scenarios(self, source: str, categories: Iterable[str] | str | None = None,
                        limit: int | None = None) -> dict[str, Any]:

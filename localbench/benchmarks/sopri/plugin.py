@@ -31,6 +31,7 @@ class SopriBench(Benchmark):
     leak_units = delegate(f"{HERE}.scoring:leak_units")  # each leaked attribute's grade; None where a call failed
     report_plan = delegate(f"{HERE}.report:report_plan")
     build_gold = delegate(f"{HERE}.gold_pairs:build_gold")
+    preflight_outputs = delegate(f"{HERE}.preflight:preflight_outputs")
     generate_scenarios = delegate(f"{HERE}.generate:generate_users")  # profile → leakage plan → posts → images
 
     def load_scenarios(self, source: str, categories: Iterable[str] | str | None = None,
