@@ -495,6 +495,35 @@ def test_serve_mode_on_shared_gpus_stops_the_agent_server_before_the_judge_start
                       ("serve", "smollm2-135m", False), ("judge", None, False), ("serve", "smollm2-135m", True)]
 
 
+def test_a_judge_that_is_the_agents_model_judges_through_the_agents_server(tmp_path):
+    """One preset for agent and judge: the warm server judges too; no second cold start of the
+    same model (a 70B one takes many minutes)."""
+    _stub(tmp_path / "bin", "localbench")
+    spec = RunSpec.model_validate({
+        "run_id": "srv2", "out": str(tmp_path / "runs"), "models": {"agent": "tiny-random"},
+        "slurm": {"gres": "gpu:1", "serve": True, "judge_per_shard": True}})
+    p = _run_script(render_array(make_plan(spec, workdir=tmp_path)).script, tmp_path,
+                    {"SLURM_ARRAY_TASK_ID": "0", "CUDA_VISIBLE_DEVICES": "3"})
+    out, _ = p.communicate(timeout=120)
+    assert p.returncode == 0, out
+    calls = [c for c in _stub_log(tmp_path) if c["argv"][0] in ("serve", "simulate", "judge")]
+    events = [(c["argv"][0], c["argv"][1] if c["argv"][0] == "serve" else None, "signal" in c) for c in calls]
+    assert events == [("serve", "tiny-random", False), ("simulate", None, False), ("judge", None, False),
+                      ("serve", "tiny-random", True)]
+    (judge,) = [c["argv"] for c in calls if c["argv"][0] == "judge"]
+    (simulate,) = [c["argv"] for c in calls if c["argv"][0] == "simulate"]
+    assert judge[judge.index("--base-url") + 1] == simulate[simulate.index("--base-url") + 1]
+
+
+def test_no_example_loads_a_cuda_module():
+    """PyTorch's and vLLM's wheels bring their CUDA runtime; a site CUDA module (cuda/12.4 for a
+    CUDA 13 torch) can only shadow it."""
+    for example in EXAMPLES.glob("*.yaml"):
+        assert "cuda/" not in example.read_text(), example.name
+    for rendered in EXAMPLES.glob("*/*.sbatch"):
+        assert "module load cuda" not in rendered.read_text(), rendered
+
+
 # ---- issue 18: requeue target and cap, the merge job's own resources, multi-node, modules -------
 
 def test_the_self_requeue_cap_fails_the_task_with_a_clear_line(tmp_path, monkeypatch):

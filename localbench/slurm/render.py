@@ -185,6 +185,10 @@ def render_array(plan: RunPlan, shards: list[int] | None = None) -> RenderedJob:
         "agent_serve": serve_line(o.serve_command, plan.roles[plan.spec.design.primary_role], o.serve_timeout),
         "judge_serve": serve_line(o.serve_command, plan.roles[plan.spec.design.judge_role], o.serve_timeout),
         "judge_per_shard": o.judge_per_shard,
+        # one preset for both, on one set of GPUs: the agent's server judges (a 70B model is not stopped
+        # and cold-started again); a judge given GPUs of its own (slurm.judge_gpus) keeps its own server
+        "judge_is_agent": (not o.judge_gpus
+                           and plan.roles[plan.spec.design.primary_role] == plan.roles[plan.spec.design.judge_role]),
     }
     return RenderedJob("array", _env().get_template("array.sbatch.j2").render(**ctx))
 
