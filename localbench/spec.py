@@ -42,6 +42,12 @@ class EngineOptions(BaseModel):
     engine: Literal["auto", "hf", "vllm", "openai"] = "auto"  # which engine serves the models (auto: openai with a base_url, else vllm on a GPU, else hf)
     base_url: str | None = None  # openai: the server's /v1 URL
     judge_base_url: str | None = None  # openai: a separate server for the judge
+    # openai: a server of its own for any role (role -> its /v1 URL), before base_url and
+    # judge_base_url: a simulated user served by another model than the agent's
+    base_urls: dict[str, str] = Field(default_factory=dict)
+    # openai: the name of the environment variable that holds the servers' API key (a server
+    # started with vLLM's --api-key); the key itself never goes in a spec or a run's files
+    api_key_env: str | None = None
     grammar: Literal["xgrammar", "outlines"] = "xgrammar"  # hf only
     # the most requests computed together: hf's forward pass (unset: 32), vLLM's running sequences
     # (max_num_seqs; unset: vLLM's own for the card, 1,024 on an H100)
@@ -68,7 +74,8 @@ class EngineOptions(BaseModel):
 
 NOT_RESULTS: dict[str, Any] = {
     "out": True, "run_id": True, "judge_eval": True, "cache": True, "no_cache": True, "shard": True, "num_shards": True, "slurm": True,
-    "serving": {"base_url": True, "judge_base_url": True, "max_concurrency": True, "max_batch_size": True,
+    "serving": {"base_url": True, "judge_base_url": True, "base_urls": True, "api_key_env": True,
+                "max_concurrency": True, "max_batch_size": True,
                 "prefix_cache_gb": True, "request_timeout_s": True, "first_byte_timeout_s": True, "preflight": True},
 }
 
@@ -231,6 +238,14 @@ class RunSpec(BaseModel):
         out[d.primary_role] = out[d.primary_role] or DEFAULT_MODEL
         return out
 
+    @model_validator(mode="after")
+    def _served_roles(self) -> "RunSpec":
+        unknown = [r for r in self.serving.base_urls if r not in self.design.role_names]
+        if unknown:
+            raise ValueError(f"serving.base_urls: {self.design.title} has no role '{unknown[0]}' "
+                             f"(roles: {', '.join(self.design.role_names)})")
+        return self
+
     # -- what the design says about this spec ---------------------------------------------------
     @property
     def design(self) -> Design:
@@ -295,8 +310,11 @@ class RunSpec(BaseModel):
         return self.judge_model != NO_JUDGE
 
     def url_for(self, role: str) -> str | None:
-        """The server a role is reached at with the openai engine (the judge may have its own)."""
+        """The server a role is reached at with the openai engine: its own (``serving.base_urls``),
+        else the judge's (``judge_base_url``) for the judge, else ``base_url``."""
         s = self.serving
+        if role in s.base_urls:
+            return s.base_urls[role]
         return (s.judge_base_url or s.base_url) if role == self.design.judge_role else s.base_url
 
     def max_rounds_for(self, category: str) -> int:

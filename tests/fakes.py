@@ -44,11 +44,13 @@ class RecordingServer:
 
     def __init__(self, content: str, prompt_tokens: int, tokenize_delay_s: float = 0.0):
         seen = self.seen = []
+        headers = self.headers = []  # each request's headers, in order
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):  # noqa: N802 - http.server's name
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 seen.append((self.path, body))
+                headers.append(dict(self.headers))
                 if self.path == "/tokenize":
                     time.sleep(tokenize_delay_s)
                 reply = {"count": prompt_tokens} if self.path == "/tokenize" else {

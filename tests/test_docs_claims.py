@@ -152,3 +152,16 @@ def test_spec_yaml_names_the_preset_every_role_ran_with_and_the_run_id_stays(tmp
         assert parse_spec(doc["spec"], recorded=True).content_hash() == run_id
     for page in ("reproducibility.md", "getting-started.md", "reference/spec.md"):
         assert f"`{RESOLVED_MODELS}`" in (DOCS / page).read_text(), page
+
+
+def test_no_page_says_the_report_warns_about_a_judge_never_measured_unless_it_does():
+    """Issue 47, item 4: the run report names failed, degenerate and (with ``judge_eval``) cheater-level
+    judges; it says nothing about a judge never measured against gold, so no page may say it does,
+    until the report code words such a warning."""
+    claims = re.compile(r"never measured|not measured against gold|whether it was measured", re.I)
+    code = "\n".join(p.read_text() for p in (ROOT / "localbench" / "report").rglob("*.py"))
+    if claims.search(code):
+        return  # the report words it now: the pages may say so
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    said = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in pages for m in claims.finditer(p.read_text())]
+    assert said == []

@@ -26,13 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
-LEFT_FOR_ISSUE_43: set[tuple[str, str]] = {
-    ("docs/running-on-gpu.md", "**Expected time: not measured yet.** On two CPU cores the embedded default (a 135M "
-     "model, 14 simulations) takes about 5 minutes; on a GPU the cost of a run is dominated by the number of simulations "
-     "× rounds × tokens per turn, and vLLM batches all live simulations together (`serving.max_concurrency`: unset, the "
-     "engine's batch, 1,024 sequences on an H100; docs/gpu.md). `localbench slurm usage RUN` reports the GPU-hours a "
-     "Slurm run took, which is the first measurement worth writing down."),
-}
+LEFT_FOR_ISSUE_43: set[tuple[str, str]] = set()
 """(page, the claim's exact text) left to the change that owns the page (issue 43 is rewriting the GPU
 pages): temporary; an entry whose text changes no longer matches, and its claim is checked again."""
 

@@ -228,3 +228,26 @@ def test_a_served_run_sizes_itself_by_its_servers_not_by_this_machine(monkeypatc
         "simulations": 1024, "requests": 1024, "judge": 1024, "source": "server"}
     assert session.concurrency(EngineOptions(max_concurrency=8), engines=1, served=[1024]).simulations == 8  # the spec wins
     assert session.concurrency(EngineOptions(), engines=1).simulations == 64  # in process on CPU: as before
+
+
+# ---- the grammar every xgrammar path decodes with ----------------------------------------------
+
+def test_the_grammar_asks_for_the_properties_in_the_schemas_order_and_closes_bounded_strings():
+    """The schema's order is the order the model writes in (a judge quotes its evidence before its
+    verdict), so the grammar must not come from a key-sorted copy; and no raw control character
+    enters a length-bounded string, with no token ban beside it."""
+    import xgrammar as xgr
+
+    from localbench.serving.xgrammar_quirks import json_grammar
+
+    schema = {"type": "object", "additionalProperties": False, "required": ["verdict", "evidence"],
+              "properties": {"verdict": {"enum": ["leak", "none"]}, "evidence": {"type": "string", "maxLength": 20}}}
+    grammar = xgr.Grammar.from_ebnf(json_grammar(schema))
+
+    def takes(text: str) -> bool:
+        return xgr.testing._is_grammar_accept_string(grammar, text)
+
+    assert takes('{"verdict":"leak","evidence":"a b"}')
+    assert not takes('{"evidence":"a b","verdict":"leak"}')  # the schema's order, not the sorted one
+    assert not takes('{"verdict":"leak","evidence":"a\tb"}')  # a raw tab: closed
+    assert not takes('{"verdict":"leak","evidence":"' + "x" * 21 + '"}')  # the bound holds

@@ -229,7 +229,7 @@ async def test_real_server_shows_its_card_and_takes_the_in_process_grammar(serve
         assert (backend.max_concurrency, backend.concurrency_source) == (6, "server")
         spec = OutputSpec.from_model(Pick)
         body = backend.request_body(GenerationRequest(messages=MSGS, output=spec, max_tokens=64))
-        assert body["structured_outputs"] == {"grammar": json_grammar(spec.schema_json)} and "response_format" not in body
+        assert body["structured_outputs"] == {"grammar": json_grammar(spec.schema)} and "response_format" not in body
         assert backend.describe()["structured_output"].endswith(GRAMMAR_FORM)
         results = await StructuredClient(backend, max_retries=0).generate_many(
             [GenerationRequest(messages=[{"role": "user", "content": f"case {i}"}], output=spec, max_tokens=96, seed=i)
@@ -271,7 +271,8 @@ async def test_real_server_rejects_unknown_model_without_retry(server):
 @real_server
 async def test_server_killed_mid_run_then_restarted_on_same_port(server):
     """Killed mid-batch: a clear error naming the endpoint; restarted: the same clients go on."""
-    short = server.backend(max_attempts=3, backoff_s=0.2)  # gives up after ~1 s
+    # 12 in flight: more than the server batches (its card says 6), the rest queued at the server
+    short = server.backend(max_attempts=3, backoff_s=0.2, max_concurrency=12)  # gives up after ~1 s
     patient = server.backend(max_attempts=200, backoff_s=0.2, backoff_max_s=1.0)  # waits minutes
     long_free_text = GenerationRequest(messages=MSGS, max_tokens=2000)  # a random model never stops early
     batch = [asyncio.create_task(short.complete(long_free_text)) for _ in range(12)]

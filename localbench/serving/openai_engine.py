@@ -406,7 +406,7 @@ class OpenAIBackend(Backend):
         if request.output is not None and self.sends_grammar:
             from localbench.serving.xgrammar_quirks import json_grammar
 
-            body["structured_outputs"] = {"grammar": json_grammar(request.output.schema_json)}
+            body["structured_outputs"] = {"grammar": json_grammar(request.output.schema)}
         elif request.output is not None:
             body["response_format"] = {
                 "type": "json_schema",

@@ -147,6 +147,20 @@ def batch_invariant_engine(engine: str, requested: str) -> str:
                     "leave serving.batch_invariant off")
 
 
+def api_key(serving: EngineOptions) -> str | None:
+    """The servers' API key, from the environment variable ``serving.api_key_env`` names (None: no
+    key); a variable named but unset is a UserError naming it, not a run of 401s."""
+    if not serving.api_key_env:
+        return None
+    import os
+
+    key = os.environ.get(serving.api_key_env)
+    if not key:
+        raise UserError(f"field 'serving.api_key_env': the environment variable {serving.api_key_env} is not set "
+                        "(it should hold the API key the server was started with)")
+    return key
+
+
 HF_BATCH = 32
 """The hf engine's forward-pass batch where ``serving.max_batch_size`` is unset."""
 
@@ -163,7 +177,7 @@ def open_client(preset_name: str, serving: EngineOptions, base_url: str | None, 
         if not base_url:
             raise UserError(f"serving.base_url is required with the openai engine (role {role or preset_name})")
         # the spec's bound, else the server's own (its card), never this machine's
-        opts = {"base_url": base_url, "max_concurrency": serving.max_concurrency,
+        opts = {"base_url": base_url, "max_concurrency": serving.max_concurrency, "api_key": api_key(serving),
                 "timeout": serving.request_timeout_s, "first_byte_timeout": serving.first_byte_timeout_s}
     elif engine == "hf":
         opts = {"grammar": serving.grammar, "max_batch_size": serving.max_batch_size or HF_BATCH,

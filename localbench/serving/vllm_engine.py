@@ -301,7 +301,7 @@ class VLLMBackend(Backend):
 
         structured = None
         if request.output is not None:
-            structured = StructuredOutputsParams(grammar=json_grammar(request.output.schema_json))
+            structured = StructuredOutputsParams(grammar=json_grammar(request.output.schema))
         params = SamplingParams(
             max_tokens=request.max_tokens,
             temperature=request.temperature,

@@ -23,6 +23,8 @@ built.
 from __future__ import annotations
 
 import functools
+import json
+from typing import Any
 
 SEPARATORS = (",", ":")  # vLLM's compact form with disable_any_whitespace (its xgrammar backend)
 OPEN_CLASS = '[^\\"\\\\\\r\\n]'  # the length-bounded string's character class, as xgrammar 0.2.8 prints it
@@ -36,12 +38,18 @@ def close_bounded_strings(ebnf: str) -> str:
     return ebnf.replace(OPEN_CLASS, CLOSED_CLASS)
 
 
+def json_grammar(schema: dict[str, Any]) -> str:
+    """The EBNF grammar for a JSON schema that every xgrammar path decodes with: xgrammar's own
+    translation, compact and strict, closed to raw control characters. The schema's properties
+    keep their order (the grammar asks for them in that order: a judge's evidence before its
+    verdict), so it is serialised as given, never with sorted keys."""
+    return _grammar_of(json.dumps(schema, ensure_ascii=False))
+
+
 @functools.lru_cache(maxsize=4096)
-def json_grammar(schema_json: str) -> str:
-    """The EBNF grammar for a JSON schema (``OutputSpec.schema_json``) that every xgrammar path
-    decodes with: xgrammar's own translation, compact and strict, closed to raw control characters.
-    Cached: a run asks for a few hundred distinct schemas, each many times."""
+def _grammar_of(schema_text: str) -> str:
+    """Cached by the schema's text: a run asks for a few hundred distinct schemas, each many times."""
     import xgrammar as xgr
 
-    grammar = xgr.Grammar.from_json_schema(schema_json, any_whitespace=False, separators=SEPARATORS, strict_mode=True)
+    grammar = xgr.Grammar.from_json_schema(schema_text, any_whitespace=False, separators=SEPARATORS, strict_mode=True)
     return close_bounded_strings(str(grammar))

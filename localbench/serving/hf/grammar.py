@@ -135,7 +135,7 @@ class XGrammarBackend:
             grammar = self._compiled.get(key)
             if grammar is None:
                 try:
-                    grammar = self._compiler.compile_grammar(json_grammar(spec.schema_json))
+                    grammar = self._compiler.compile_grammar(json_grammar(spec.schema))
                 except Exception as e:  # noqa: BLE001 - xgrammar raises RuntimeError/ValueError variously
                     raise GrammarError(f"xgrammar cannot compile schema '{spec.name}' ({key}): {e}") from e
                 self._compiled[key] = grammar
