@@ -165,3 +165,28 @@ def test_no_page_says_the_report_warns_about_a_judge_never_measured_unless_it_do
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     said = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in pages for m in claims.finditer(p.read_text())]
     assert said == []
+
+
+def test_no_page_says_the_run_report_corrects_rates_unless_it_does():
+    """Issue 47, item 5: corrected (Rogan-Gladen) rates are shown by `judges report --run`, not by
+    the run report; no page may say the report corrects them until the report code does."""
+    claim = re.compile(r"the report corrects|report corrects the", re.I)
+    code = "\n".join(p.read_text() for p in (ROOT / "localbench" / "report").rglob("*.py"))
+    if re.search(r"rogan|corrected", code, re.I):
+        return
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    assert [str(p.relative_to(ROOT)) for p in pages if claim.search(p.read_text())] == []
+
+
+def test_every_extra_a_page_names_is_one_pyproject_declares():
+    """Issue 47, item 11: "the `vllm` extra" where the install uses the `gpu` one; a page may name
+    only extras that exist, and the GPU install's is the one scripts/install.sh installs."""
+    import tomllib
+
+    extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    named = {(str(p.relative_to(ROOT)), m.group(1)) for p in pages
+             for m in re.finditer(r"the `([\w-]+)` extra", p.read_text())}
+    assert {(page, x) for page, x in named if x not in extras} == set()
+    gpu_page = (ROOT / "docs" / "running-on-gpu.md").read_text()
+    assert "the `gpu` extra" in gpu_page and ".[hf,analysis,data,gpu]" in (ROOT / "scripts" / "install.sh").read_text()
