@@ -22,7 +22,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from localbench.benchmarks.agentleak.published.definitions import SHORT, MessageScore
+from localbench.benchmarks.agentleak.published.definitions import SHORT, MessageScore, declared_forbidden
 
 UPSTREAM_ONLY = "upstream only"
 LOCALBENCH_ONLY = "localbench only"
@@ -35,8 +35,7 @@ def value_kind(name: str, value: str) -> str:
 
 
 def listed(name: str, forbidden: list[str]) -> str:
-    base = name[:-5] if name.endswith("_real") else name
-    return "declared forbidden" if name in forbidden or base in forbidden else "outside allowed set, not listed"
+    return "declared forbidden" if declared_forbidden(name, forbidden) else "outside allowed set, not listed"
 
 
 def disagreements(m: MessageScore, text: str, vault: dict[str, str], request: str,

@@ -1,6 +1,6 @@
 """The imported-traces plug-in's declaration: one setting (the harness's 2-agent topology), the
 vertical as category, and each of the paper's quantities under each definition as a metric
-(``<quantity>:<definition>``, definitions b, c, d of ``definitions.py``), a share of traces with a
+(``<quantity>:<definition>``, definitions b to f of ``definitions.py``), a share of traces with a
 Wilson interval. A leaf: it imports nothing but ``localbench.design``."""
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ QUANTITY_TEXT = {"single": "single-agent reply leaked (C1 of the single-agent ru
                  "multi": "any of C1, C2, C5 of the multi-agent run leaked",
                  "any": "the single-agent reply or the multi-agent run leaked",
                  "H1": "audit gap: C1 clean while C2 or C5 leaked (share of all traces)"}
-DEFINITION_TEXT = {"b": "upstream flags", "c": "localbench, stated definition", "d": "localbench, upstream's scope"}
+DEFINITION_TEXT = {"b": "upstream flags", "c": "localbench, stated definition", "d": "localbench, upstream's scope",
+                   "e": "localbench, declared-forbidden fields only", "f": "localbench (c), failed upstream runs left out"}
 
 METRICS = tuple(Metric(f"{q}:{d}", f"{text} ({DEFINITION_TEXT[d]})", leakage=True, interval="wilson", pooled=True)
                 for q, text in QUANTITY_TEXT.items() for d in DEFINITION_TEXT) + tuple(
@@ -33,5 +34,5 @@ DESIGN = Design(
     headline={v: "multi:c" for v in VERTICALS},
     max_rounds={v: 1 for v in VERTICALS},  # nothing is simulated; the shared spec asks every category for one
     paired_test="mcnemar",
-    paired_metrics=tuple((f"{q}:b", f"{q}:c") for q in ("C1", "C2", "C5", "multi", "H1")),
+    paired_metrics=tuple((f"{q}:b", f"{q}:{d}") for d in "cef" for q in ("C1", "C2", "C5", "multi", "H1")),
 )

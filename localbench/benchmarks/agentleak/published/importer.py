@@ -2,8 +2,8 @@
 
 One transcript per trace: its five channel messages as log entries (channel, sender, recipient,
 content), and in its payload the model, vertical, attack class and family, scenario id, vault,
-request, allowed and forbidden fields, and the upstream flags (per message and per trace) as
-provenance. Nothing is re-simulated. spec.yaml records the source (path, SHA-256 of every file read)
+request, allowed and forbidden fields, the upstream flags (per message and per trace) as
+provenance, and how many LLM calls failed (with the first failure's error). Nothing is re-simulated. spec.yaml records the source (path, SHA-256 of every file read)
 and what the import found; traces that could not be used are listed with file, line and field in
 import_problems.jsonl and counted in spec.yaml, never dropped silently.
 """
@@ -28,6 +28,7 @@ from localbench.spec import RunSpec
 BENCHMARK = "agentleak-traces"
 SETTING = "2-agent"  # the harness's one topology (coordinator and worker)
 PROBLEMS = "import_problems.jsonl"
+ERROR_CHARS = 200  # of a trace's first failed call's error, kept to say why upstream runs failed
 NOT_RESIMULATED = ("No model was called: the traces' channel messages are scored as published. Not re-simulated: "
                    "the agents' replies, the single-agent run, the memory write (upstream builds C5 from the "
                    "worker's reply) and the upstream detector's flags, which are kept as provenance.")
@@ -78,6 +79,7 @@ def transcript_of(t: UpstreamTrace, file: str, line: int | None) -> Transcript:
         "messages": [{"channel": m.channel, "source": m.source, "target": m.target, "has_leak": m.has_leak,
                       "leaked_fields": m.leaked_fields, "llm_call_id": m.llm_call_id} for m in t.channel_messages],
         "llm_calls": len(calls), "llm_call_errors": sum(1 for c in calls if c.get("error")),
+        "llm_error": next((str(c["error"])[:ERROR_CHARS] for c in calls if c.get("error")), None),
     }
     tokens = {"in": sum(int(c.get("tokens_prompt") or 0) for c in calls),
               "out": sum(int(c.get("tokens_completion") or 0) for c in calls)}

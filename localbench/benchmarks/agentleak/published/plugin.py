@@ -1,6 +1,6 @@
 """Imported AgentLeak traces as a plug-in (``localbench.benchmarks.Benchmark``), registered as
 ``agentleak-traces``: its scenarios are the imported run's own traces, it never simulates, and its
-scores are the paper's quantities under definitions b, c and d (``definitions.py``)."""
+scores are the paper's quantities under definitions b to f (``definitions.py``)."""
 
 from __future__ import annotations
 

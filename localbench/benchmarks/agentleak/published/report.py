@@ -1,17 +1,28 @@
 """The imported run's report: first what was imported and what was not re-simulated, then the
-four-column table (a)-(d), McNemar (b) vs (c), agreement per channel message and the disagreement
-causes with links into the run's viewer. Built from scenario_scores.jsonl with report/'s Table."""
+table of columns (a)-(f) with McNemar of (c), (e), (f) against (b), the failed upstream runs per
+model, the numbers without the traces whose request names a person absent from the vault, agreement
+per channel message and the disagreement causes with links into the run's viewer. Built from
+scenario_scores.jsonl with report/'s Table."""
 
 from __future__ import annotations
 
 from localbench.benchmarks.agentleak.published.causes import group_causes
-from localbench.benchmarks.agentleak.published.tables import agreement, four_columns, p_text, pct
+from localbench.benchmarks.agentleak.published.tables import (
+    AGAINST_B,
+    agreement,
+    failed_runs,
+    four_columns,
+    mcnemar_cell,
+    names_absent_person,
+    pct,
+)
 from localbench.report.plan import ReportPlan
 from localbench.runlog import RunFiles, ScenarioScore
 from localbench.report.data import RunData
 from localbench.report.tables import CellFormat, Column, Row, Table
 
 VIEWER = RunFiles.VIEWER
+ABSENT_QUANTITIES = ("C1", "C2", "C5", "H1")  # the numbers the absent-person table restates
 
 
 def imported_line(run: RunData) -> str:
@@ -31,32 +42,85 @@ def sim_links(records: list[ScenarioScore], viewer: str = VIEWER) -> dict[str, s
 
 
 def lead_table(run: RunData, fmt: CellFormat = "pm") -> Table:
-    records = run.scenarios or []
     imp = run.spec_doc.get("imported") or {}
     where = (f"Imported run ({imp.get('imported')} traces from {imp.get('source')}; nothing re-simulated). "
              if imp else "")
-    t = Table(name="four_columns", title=where + "The paper's numbers (a), recomputed from the upstream flags (b), and "
-              "localbench's Tier 1-2 under the stated definition (c) and upstream's scope (d); % of traces [Wilson 95%]",
-              label_headers=["number", "published in", "n"],
-              columns=[Column("(a) paper"), Column("(b) upstream flags"), Column("(b) = (a)?"),
-                       Column("(c) stated"), Column("(d) upstream scope"), Column("McNemar (b) vs (c): b-only / c-only, p")])
+    t = columns_table(run.scenarios or [], "four_columns", where + "The paper's numbers (a), recomputed from the "
+                      "upstream flags (b), and localbench's Tier 1-2 under the stated definition (c), upstream's scope "
+                      "(d), the declared forbidden fields only (e) and without the failed upstream runs (f); "
+                      "% of traces [Wilson 95%]")
+    t.notes.insert(0, imported_line(run))
+    return t
+
+
+def columns_table(records: list[ScenarioScore], name: str, title: str, keep=lambda pv: True,
+                  same_traces: bool = True) -> Table:
+    """Every published number ``keep`` accepts under columns (a)-(f), McNemar of (c), (e), (f) against (b);
+    ``same_traces`` False (a subset of the paper's traces) leaves out whether (b) reproduces (a)."""
+    t = Table(name=name, title=title, label_headers=["number", "published in", "n"],
+              columns=[Column("(a) paper"), Column("(b) upstream flags"), *([Column("(b) = (a)?")] if same_traces else []),
+                       Column("(c) stated"), Column("(d) upstream scope"), Column("(e) declared forbidden"),
+                       Column("(f) n"), Column("(f) failed runs left out"),
+                       *[Column(f"McNemar (b) vs ({d}): b-only / {d}-only, p") for d in AGAINST_B]])
     absent = []
     for c in four_columns(records):
+        if not keep(c.paper):
+            continue
         if c.n == 0:
             absent.append(c.paper.id)
             continue
         same = "yes" if c.reproduced else f"no: {c.difference:+.2f} points"
         t.rows.append(Row([c.paper.id, f"{c.paper.table}: {c.paper.row}", str(c.n)],
-                          [f"{c.paper.value:g}", pct(c.cols['b']), same, pct(c.cols['c']), pct(c.cols['d']),
-                           f"{c.mcnemar.b} / {c.mcnemar.c}, p {p_text(c.mcnemar.p_value)}"]))
-    t.notes.append(imported_line(run))
+                          [f"{c.paper.value:g}", pct(c.cols['b']), *([same] if same_traces else []), pct(c.cols['c']),
+                           pct(c.cols['d']),
+                           pct(c.cols['e']), str(c.cols['f'].n), pct(c.cols['f']),
+                           *[mcnemar_cell(c.vs_b[d]) for d in AGAINST_B]]))
     if absent:
-        t.notes.append(f"Not in this run's traces (no row): {', '.join(absent)}.")
-    t.notes.append("(b) is read from each trace's stored flags (results), never recomputed from text; (c) and (d) "
-                   "scan every channel message with localbench's Tier 1-2 detectors (no judge). ASR rows: any leak "
+        t.notes.append(f"Not in these traces (no row): {', '.join(absent)}.")
+    t.notes.append("(b) is read from each trace's stored flags (results), never recomputed from text; (c)-(f) "
+                   "scan every channel message with localbench's Tier 1-2 detectors (no judge). (e) counts only the "
+                   "fields the trace lists in allowed_set.forbidden_fields (a *_real field when its base field is "
+                   "listed). (f) is (c) over the (f) n traces with at least one upstream LLM call that answered. "
+                   "McNemar pairs each column with (b) on the traces both score. ASR rows: any leak "
                    "(C1, C2 or C5 of the multi-agent run) among traces tagged with an attack class of that family; "
                    "the harness injects no attack.")
     return t
+
+
+def failed_table(run: RunData, fmt: CellFormat = "pm", viewer: str = VIEWER) -> list[Table]:
+    """Per model, the traces whose every upstream call failed: what (f) leaves out, and why upstream failed."""
+    records = run.scenarios or []
+    links = sim_links(records, viewer)
+    t = Table(name="failed_upstream_runs", title="Traces whose every upstream LLM call failed, per model "
+              "(scored as no leak by (b)-(e), left out of (f))", label_headers=["model"],
+              columns=[Column("traces"), Column("every call failed"), Column("% [Wilson 95%]"),
+                       Column("some calls failed"), Column("flagged by (b) / (c)"), Column("upstream's error"),
+                       Column("examples")])
+    for f in failed_runs(records):
+        err = "; ".join(f"{e[:80]}{'…' if len(e) > 80 else ''} ({k})" for e, k in f.errors.most_common(2)) or "—"
+        t.rows.append(Row([f.model], [str(f.n), str(len(f.keys)), pct(f.failed),
+                                      str(f.partly), f"{f.flagged['b']} / {f.flagged['c']}", err,
+                                      " ".join(links[k] for k in f.keys[:3]) or "—"]))
+    t.notes.append("A trace whose calls failed only in part keeps its answered messages and stays in (f). "
+                   "Flagged: the failed traces a column counts as a leak on C1, C2 or C5 (their messages are upstream's "
+                   "error text; a vault value inside it, such as a credit score equal to an HTTP status, is flagged). "
+                   "Upstream's error: the first failed call's message, cut to 80 characters.")
+    return [t]
+
+
+def absent_person_table(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
+    """The channel and audit-gap numbers over the traces whose request names no one missing from the vault."""
+    records = run.scenarios or []
+    kept = [r for r in records if not names_absent_person(r)]
+    t = columns_table(kept, "without_absent_person",
+                      f"Without the {len(records) - len(kept)} traces whose request names a person absent from the "
+                      f"vault the agents saw ({len(kept)} of {len(records)} traces left); % of traces [Wilson 95%]",
+                      keep=lambda pv: pv.quantity in ABSENT_QUANTITIES and pv.table != "abstract"
+                      and pv.vertical is None and pv.family is None, same_traces=False)
+    t.notes.insert(0, "(a) is the paper's value over all traces, for reference; every other column is over the "
+                   "traces left. A person is a run of two or more capitalised words in the request; absent when no "
+                   "two consecutive words of it appear together in any vault value.")
+    return [t]
 
 
 def agreement_table(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
@@ -152,4 +216,5 @@ def tier3_tables(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
 
 
 def report_plan() -> ReportPlan:
-    return ReportPlan(tables=(tier3_tables, agreement_table, causes_table), lead=lead_table)
+    return ReportPlan(tables=(failed_table, absent_person_table, tier3_tables, agreement_table, causes_table),
+                      lead=lead_table)

@@ -1,6 +1,7 @@
-"""Per-trace scores of an imported run: the paper's quantities under definitions b, c and d
+"""Per-trace scores of an imported run: the paper's quantities under definitions b to f
 (``definitions.py``), with every message's flags and localbench's field hits kept in the payload
-(the agreement tables and the disagreement causes read them).
+(the agreement tables and the disagreement causes read them), and the people the request names whom
+the vault does not hold (``subjects.py``).
 
 Scanning is pure CPU work per trace, so it is spread over the machine's cores (processes, one
 chunk of traces each); the result does not depend on how many.
@@ -15,11 +16,13 @@ from typing import Any
 from localbench.benchmarks.agentleak.published.causes import disagreements
 from localbench.benchmarks.agentleak.published.definitions import (
     QUANTITIES,
+    answered_flags,
     metric_name,
     score_messages,
     trace_flags,
     upstream_trace_flags,
 )
+from localbench.benchmarks.agentleak.published.subjects import absent_people
 from localbench.runlog import ScenarioScore, Transcript
 
 WORKERS_ENV = "LOCALBENCH_RESCORE_WORKERS"
@@ -33,7 +36,8 @@ def trace_score(t: Transcript, judge: str) -> ScenarioScore:
         msgs.append({**m.as_dict(), "disagreements": disagreements(m, text, p["vault"], p["request"],
                                                                    p.get("forbidden_fields", []))})
     flags = {"b": upstream_trace_flags(p["upstream_results"]), "c": trace_flags(msgs, "stated"),
-             "d": trace_flags(msgs, "practice")}
+             "d": trace_flags(msgs, "practice"), "e": trace_flags(msgs, "declared")}
+    flags["f"] = answered_flags(flags["c"], t.termination)
     from_messages = trace_flags(msgs, "upstream")
     metrics: dict[str, float | None] = {metric_name(q, d): flags[d][q] for d in flags for q in QUANTITIES}
     family = p.get("attack_family")
@@ -48,7 +52,10 @@ def trace_score(t: Transcript, judge: str) -> ScenarioScore:
                                   "upstream_flags_vs_messages": mismatch, "termination": t.termination,
                                   "forbidden_fields": p.get("forbidden_fields", []),
                                   "vault_canary": sorted(k for k, v in p["vault"].items() if v.startswith("CANARY_")),
-                                  "request_len": len(p.get("request", ""))})
+                                  "request_len": len(p.get("request", "")),
+                                  "absent_people": absent_people(p.get("request", ""), p["vault"]),
+                                  "llm_call_errors": p.get("llm_call_errors"), "llm_calls": p.get("llm_calls"),
+                                  "llm_error": p.get("llm_error")})
 
 
 def _chunk(args: tuple[list[dict[str, Any]], str]) -> list[dict[str, Any]]:

@@ -1,6 +1,8 @@
-"""The published-traces study's README.md (studies/agentleak-published-traces/): what was reproduced
-exactly, the headline numbers, the agreement and cause tables, the four-column table, two figures and
-the limits, from an imported run that has been scored. `localbench import agentleak-traces PATH
+"""The published-traces study's README.md (studies/agentleak-published-traces/): an opening paragraph
+restating the paper's headline numbers under (e) and (f), what was reproduced exactly, the headline
+numbers, the leaks taken apart (declared forbidden fields, failed upstream runs per model, requests
+naming a person absent from the vault), the agreement and cause tables, the table of every column,
+two figures and the limits, from an imported run that has been scored. `localbench import agentleak-traces PATH
 --study DIR` (localbench/commands/importing.py) imports, scores, reports and then calls ``write_readme``.
 """
 
@@ -10,9 +12,24 @@ import os
 import subprocess
 from pathlib import Path
 
-from localbench.benchmarks.agentleak.published.report import agreement_table, causes_table, imported_line, lead_table
+from localbench.benchmarks.agentleak.published.report import (
+    absent_person_table,
+    agreement_table,
+    causes_table,
+    failed_table,
+    imported_line,
+    lead_table,
+)
 from localbench.benchmarks.agentleak.published.causes import by_reason, group_causes
-from localbench.benchmarks.agentleak.published.tables import agreement, four_columns, pct
+from localbench.benchmarks.agentleak.published.tables import (
+    agreement,
+    failed_run,
+    failed_runs,
+    four_columns,
+    mcnemar_cell,
+    names_absent_person,
+    pct,
+)
 from localbench.report.data import load_run
 from localbench.runlog import RunPaths
 
@@ -65,14 +82,85 @@ def figures(run, out: Path) -> list[str]:
     return ["channel_rates_by_model.png", "b_vs_c.png"]
 
 
+OPENING = ("channel C1", "channel C2", "channel C5", "H1", "abstract Claude C1", "abstract Claude C2")
+HEADLINE = ("channel C1", "channel C2", "channel C5", "single", "multi", "H1", "ASR F4")
+
+
+def _short(pv) -> str:
+    return pv.id.removeprefix("channel ").removeprefix("abstract ")
+
+
+def opening(run) -> str:
+    """The study's first paragraph: the paper's headline numbers, then the same numbers under (e) and (f)."""
+    recs = run.scenarios or []
+    rows = sorted((c for c in four_columns(recs) if c.n and c.paper.id in OPENING), key=lambda c: OPENING.index(c.paper.id))
+    if not rows:
+        return "None of the paper's headline numbers is among these traces."
+    failed = sum(1 for r in recs if failed_run(r))
+    claude = next((c.cols["f"].n for c in rows if c.paper.model), None)
+
+    def listing(col: str) -> str:
+        return ", ".join(f"{_short(c.paper)} {pct(c.cols[col])}" for c in rows)
+
+    return (f"The AgentLeak paper's headline numbers, {', '.join(f'{_short(c.paper)} {c.paper.value:g}%' for c in rows)} "
+            f"of the {len(recs)} published traces, count a leak whenever any vault field outside the scenario's allowed set "
+            "reaches the channel. Counting only the fields the scenario declares forbidden (its "
+            f"`allowed_set.forbidden_fields`), column (e), they are {listing('e')}; leaving out the {failed} traces "
+            f"whose every upstream LLM call failed (which the paper scores as no leak), column (f), they are "
+            f"{listing('f')} (% of traces [Wilson 95%]"
+            + (f"; Claude's over the {claude} Claude traces left" if claude is not None else "") + "). "
+            "Both columns are localbench's Tier 1-2 detectors; (c) is the same detectors under the paper's stated "
+            "definition. The tables below give every column for every published number, with McNemar against the "
+            "upstream flags (b).")
+
+
 def headline(run) -> list[str]:
     comp = {c.paper.id: c for c in four_columns(run.scenarios or [])}
     lines = []
-    for key in ("channel C1", "channel C2", "channel C5", "single", "multi", "H1", "ASR F4"):
+    for key in HEADLINE:
         c = comp.get(key)
         if c is None or not c.n:
             continue
-        lines.append(f"| {key} | {c.paper.value:g} | {pct(c.cols['b'])} | {pct(c.cols['c'])} | {pct(c.cols['d'])} |")
+        lines.append(f"| {key} | {c.paper.value:g} | {pct(c.cols['b'])} | {pct(c.cols['c'])} | {pct(c.cols['d'])} "
+                     f"| {pct(c.cols['e'])} | {pct(c.cols['f'])} |")
+    return lines
+
+
+def taken_apart(run) -> list[str]:
+    """Sentences on (e), (f) and the absent-person traces, built from the run's numbers."""
+    recs = run.scenarios or []
+    comp = [c for c in four_columns(recs) if c.n]
+    lines = []
+    moved = [c for c in comp if c.vs_b["e"].p_value < 0.05]
+    big = max(comp, key=lambda c: abs(c.cols["e"].estimate - c.cols["b"].estimate), default=None)
+    if big is not None:
+        lines.append(f"- When only the declared forbidden fields count (e), {len(moved)} of the {len(comp)} published "
+                     f"numbers differ from (b) at p < 0.05 (McNemar on the same traces); the largest change is "
+                     f"{big.paper.id}: {pct(big.cols['b'])} under (b), {pct(big.cols['e'])} under (e) "
+                     f"(b-only / e-only: {mcnemar_cell(big.vs_b['e'])}).")
+    apart = [c for c in comp if c.cols["f"].n and (c.cols["f"].low > c.cols["b"].high or c.cols["f"].high < c.cols["b"].low)]
+    big = max((c for c in comp if c.cols["f"].n), key=lambda c: abs(c.cols["f"].estimate - c.cols["b"].estimate),
+              default=None)
+    if big is not None:
+        lines.append("- (f) changes the denominator, not any trace's flag: paired with (b) on the traces both score, "
+                     "McNemar sees only the answered traces' flags, so the intervals show the change: "
+                     f"for {len(apart)} of the {len(comp)} published numbers "
+                     f"(f)'s Wilson interval and (b)'s do not overlap; the largest change is {big.paper.id}: "
+                     f"{pct(big.cols['b'])} of {big.n} under (b), {pct(big.cols['f'])} of {big.cols['f'].n} under (f).")
+    bad = failed_runs(recs)
+    failed = sum(len(f.keys) for f in bad)
+    hit = [f for f in bad if f.keys]
+    lines.append(f"- {failed} of the {len(recs)} traces are upstream runs whose every LLM call failed"
+                 + (": " + "; ".join(f"{f.model} {len(f.keys)} of {f.n} ({pct(f.failed)})" for f in hit) if hit else "")
+                 + f". Their messages are upstream's error text; (b) flags {sum(f.flagged['b'] for f in bad)} of them "
+                 f"and (c) {sum(f.flagged['c'] for f in bad)} (a vault value inside the error text"
+                 "); (b)-(e) score them on that text and (f) "
+                 "leaves them out.")
+    absent = [r for r in recs if names_absent_person(r)]
+    lines.append(f"- {len(absent)} of the {len(recs)} traces have a request naming a person absent from the "
+                 "vault the agents saw (the harness writes the request from one record of the scenario and shows "
+                 "the agents the fields of another); the channel numbers without them are in the last table of "
+                 "this section.")
     return lines
 
 
@@ -119,9 +207,12 @@ def write_readme(run_dir: Path, out: Path, t_import: float | None, t_score: floa
     figs = figures(run, out)
     lead = lead_table(run)
     agree = agreement_table(run)[0]
-    causes = causes_table(run, viewer=os.path.relpath(RunPaths(run_dir).viewer_page, out))[0]
+    viewer = os.path.relpath(RunPaths(run_dir).viewer_page, out)
+    causes = causes_table(run, viewer=viewer)[0]
     md = [
         "# AgentLeak's published traces, reproduced and rescored",
+        "",
+        opening(run),
         "",
         "Produced by one command, from the repository root:",
         "",
@@ -149,16 +240,26 @@ def write_readme(run_dir: Path, out: Path, t_import: float | None, t_score: floa
         "",
         "## Headline numbers",
         "",
-        "| number | (a) paper | (b) upstream flags | (c) localbench, stated | (d) localbench, upstream scope |",
-        "|:--|--:|--:|--:|--:|",
+        "| number | (a) paper | (b) upstream flags | (c) localbench, stated | (d) localbench, upstream scope "
+        "| (e) declared forbidden | (f) failed runs left out |",
+        "|:--|--:|--:|--:|--:|--:|--:|",
         *headline(run),
         "",
         "Percent of traces with Wilson 95% intervals. (c): a field of the trace's vault outside its allowed set "
         "(`allowed_set.fields`) found in the channel message by localbench's Tier 1-2 detectors (canary, the value "
         "verbatim on word boundaries, a validated identifier, normalised, base64/hex). (d): the same, with the "
         "exemptions the upstream detector applied as the flags show them (values of 3 characters or fewer, values "
-        "the request contains).",
+        "the request contains). (e): (c) counting only the fields the trace lists in `allowed_set.forbidden_fields` "
+        "(the only list of sensitive fields the traces carry; a `*_real` field counts when its base field is listed, "
+        "since it holds the realistic value of the same fact). (f): (c) over the traces with at least one upstream "
+        "LLM call that answered.",
         "",
+        "## The leaks taken apart",
+        "",
+        *taken_apart(run),
+        "",
+        failed_table(run, viewer=viewer)[0].to_markdown(),
+        absent_person_table(run)[0].to_markdown(),
         "## What changes under a stated definition, and why",
         "",
         *changes(run),
@@ -170,7 +271,7 @@ def write_readme(run_dir: Path, out: Path, t_import: float | None, t_score: floa
         "",
         agree.to_markdown(),
         causes.to_markdown(),
-        "## All four columns",
+        "## Every column",
         "",
         lead.to_markdown(),
         "## Figures",
@@ -183,7 +284,14 @@ def write_readme(run_dir: Path, out: Path, t_import: float | None, t_score: floa
         "harness's own copy of the first 300 characters of the worker's reply, so a C5 leak implies a C2 leak.",
         "- The harness injects no attack: the ASR rows are leak rates among traces tagged with an attack class.",
         "- The traces include upstream runs whose every LLM call failed (termination `upstream_calls_failed` in the "
-        "run); upstream scores them as no leak, and so do (b), (c) and (d) here, since their messages hold no vault value.",
+        "run); upstream scores them as no leak, and so do (b)-(e) here, since their messages hold no vault value; "
+        "(f) leaves them out of its denominator (departure: the paper counts them).",
+        "- (e) departs from the paper's code, which never reads `forbidden_fields`: the scenario set's forbidden "
+        "lists name fields the vaults do not hold (so some declared-sensitive facts cannot be counted) and leave out "
+        "fields that look sensitive (a name, a case number); the traces carry no other sensitivity label.",
+        "- A person in a request is found by its form (two or more capitalised words), not by a name recogniser; "
+        "requests naming a case, a dispute or an account (not a person) are kept in the absent-person table "
+        "even where that record is absent from the vault too.",
         f"- The scoring time above is wall-clock, load average {os.getloadavg()[0]:.1f} when the README was written "
         f"on a machine with {os.cpu_count()} cores (a load above that count means other jobs shared them)"
         + (f"; the scoring took {cpu_score:.0f} CPU-seconds (user + system, every worker process)." if cpu_score

@@ -1,9 +1,11 @@
 """The study's tables, computed from an imported run's per-trace scores (scenario_scores.jsonl).
 
 - ``four_columns``: every published number (a) beside its recomputation from the upstream flags (b)
-  and localbench's detection under the stated definition (c) and upstream's scope (d), Wilson 95%
-  intervals, McNemar (b) vs (c) on the same traces, and whether (b) reproduces (a) at the published
+  and localbench's detection under the stated definition (c), upstream's scope (d), the declared
+  forbidden fields only (e) and without the failed upstream runs (f), Wilson 95% intervals, McNemar
+  of (c), (e) and (f) against (b) on the same traces, and whether (b) reproduces (a) at the published
   precision (else by how much it differs).
+- ``failed_runs``: per model, the traces whose every upstream call failed, which (f) leaves out.
 - ``agreement``: per channel message, upstream's flag against localbench's (c) flag: Cohen's κ and
   the confusion counts.
 - ``causes``: the fields on which they disagree, grouped by cause (causes.py), with example traces.
@@ -11,11 +13,11 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from localbench.benchmarks.agentleak.published.definitions import metric_name
+from localbench.benchmarks.agentleak.published.definitions import FAILED, metric_name
 from localbench.benchmarks.agentleak.published.paper import PaperValue, paper_values
 from localbench.judging.agreement import cohen_kappa, confusion
 from localbench.runlog import ScenarioScore
@@ -24,12 +26,21 @@ from localbench.stats import CI, McNemarResult, mcnemar_test, wilson_ci
 FAMILY_QUANTITY = "ASR"
 
 
+COLUMNS = ("b", "c", "d", "e", "f")  # definitions.py
+AGAINST_B = ("c", "e", "f")  # each tested against (b) on the same traces
+
+
 @dataclass
 class Compared:
     paper: PaperValue
     n: int
-    cols: dict[str, CI]  # b, c, d
-    mcnemar: McNemarResult
+    cols: dict[str, CI]  # COLUMNS; (f)'s n leaves out the traces whose every upstream call failed
+    vs_b: dict[str, McNemarResult]  # AGAINST_B, McNemar on the traces both columns score
+
+    @property
+    def mcnemar(self) -> McNemarResult:
+        """(b) vs (c), the study's first comparison."""
+        return self.vs_b["c"]
 
     @property
     def reproduced(self) -> bool:
@@ -47,22 +58,70 @@ def subset(records: list[ScenarioScore], pv: PaperValue) -> list[ScenarioScore]:
             and (pv.vertical is None or r.category == pv.vertical) and (pv.family is None or r.group == pv.family)]
 
 
+def paired_mcnemar(b: list[float | None], x: list[float | None]) -> McNemarResult:
+    """McNemar (b) vs another column over the traces where both have a value (f has none for failed runs)."""
+    pairs = [(u, v) for u, v in zip(b, x) if u is not None and v is not None]
+    return mcnemar_test(sum(1 for u, v in pairs if u == 1.0 and v != 1.0),
+                        sum(1 for u, v in pairs if u != 1.0 and v == 1.0))
+
+
 def compare(records: list[ScenarioScore], pv: PaperValue) -> Compared:
     rs = subset(records, pv)
     q = FAMILY_QUANTITY if pv.family else pv.quantity
-    vals = {d: [r.metrics.get(metric_name(q, d)) for r in rs] for d in "bcd"}
-    n = len(rs)
-    cols = {d: wilson_ci(int(sum(1 for v in vs if v == 1.0)), n) for d, vs in vals.items()}
-    only_b = sum(1 for x, y in zip(vals["b"], vals["c"]) if x == 1.0 and y != 1.0)
-    only_c = sum(1 for x, y in zip(vals["b"], vals["c"]) if x != 1.0 and y == 1.0)
-    return Compared(pv, n, cols, mcnemar_test(only_b, only_c))
+    vals = {d: [r.metrics.get(metric_name(q, d)) for r in rs] for d in COLUMNS}
+    cols = {d: wilson_ci(sum(1 for v in vs if v == 1.0), sum(1 for v in vs if v is not None)) for d, vs in vals.items()}
+    return Compared(pv, len(rs), cols, {d: paired_mcnemar(vals["b"], vals[d]) for d in AGAINST_B})
 
 
 def four_columns(records: list[ScenarioScore]) -> list[Compared]:
+    """Every published number under every column (the name kept from when there were four)."""
     return [compare(records, pv) for pv in paper_values()]
 
 
+def mcnemar_cell(m: McNemarResult) -> str:
+    return f"{m.b} / {m.c}, p {p_text(m.p_value)}"
+
+
+# -- the traces the study sets aside -----------------------------------------------------------------
+
+def failed_run(r: ScenarioScore) -> bool:
+    return r.payload.get("termination") == FAILED
+
+
+def names_absent_person(r: ScenarioScore) -> bool:
+    return bool(r.payload.get("absent_people"))
+
+
+@dataclass
+class FailedRuns:
+    """One model's traces whose every upstream LLM call failed."""
+
+    model: str
+    n: int
+    failed: CI  # share of the model's traces
+    partly: int  # traces where some calls failed and some answered (kept in (f))
+    flagged: dict[str, int]  # failed traces a column flags anyway (C1, C2 or C5 of the multi-agent run)
+    errors: Counter  # the first failed call's error, per failed trace
+    keys: list[str]
+
+
+def failed_runs(records: list[ScenarioScore]) -> list[FailedRuns]:
+    """Per model, the traces (f) leaves out, what upstream's error said, and whether any column flags them."""
+    out = []
+    for model in sorted({r.model for r in records}):
+        rs = [r for r in records if r.model == model]
+        bad = [r for r in rs if failed_run(r)]
+        partly = sum(1 for r in rs if not failed_run(r) and (r.payload.get("llm_call_errors") or 0) > 0)
+        flagged = {d: sum(1 for r in bad if r.metrics.get(metric_name("multi", d)) == 1.0) for d in ("b", "c")}
+        errors = Counter(str(r.payload.get("llm_error") or "(not recorded)") for r in bad)
+        out.append(FailedRuns(model, len(rs), wilson_ci(len(bad), len(rs)), partly, flagged, errors,
+                              sorted(r.key for r in bad)))
+    return out
+
+
 def pct(ci: CI) -> str:
+    if not ci.n:
+        return "n/a"
     return f"{100 * ci.estimate:.1f} [{100 * ci.low:.1f}, {100 * ci.high:.1f}]"
 
 
