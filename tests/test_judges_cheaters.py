@@ -11,7 +11,7 @@ import pytest
 
 from localbench.registry import get_benchmark
 from localbench.benchmarks.asb.planting import build_gold as build_by_method
-from localbench.judging.cheaters import CHEATER_MAX, learned_leaks, leak_of
+from localbench.judging.cheaters import CHEATER_MAX, CONSTANT_PREFIX, NULL_MODELS, learned_leaks, leak_of
 from localbench.judging.cues import cue_rates, unbalanced
 from localbench.judging.goldcheck import check_gold
 
@@ -83,7 +83,8 @@ def test_the_learned_cheater_stays_below_the_floor_on_pairs_and_passes_the_old_g
 def test_gold_check_names_cheater_and_cue_and_the_hard_share(pair_gold, checks):
     for b, items in pair_gold.items():
         assert checks[b].ok, (b, checks[b].problems)
-        assert {s.cheater for s in checks[b].cheaters} == {"substring", "any_token", "keywords", "learned"}
+        assert {s.cheater for s in checks[b].cheaters} == {"substring", "any_token", "keywords", "learned",
+                                                           *NULL_MODELS}
     assert checks["asb"].hard_share >= 1 / 3 and checks["agentleak"].hard_share >= 1 / 3
     assert checks["sopri"].hard_share is None  # a guess of a value: paraphrase and inference do not apply
     bad = checks["old asb"]
@@ -148,3 +149,59 @@ def test_eval_shows_the_cheater_floor_beside_each_judge_and_flags_one_not_above_
     assert floor_warnings_of_eval(str(ev), "noisy:0.45,0.45") == floor_warnings_of_eval(str(ev))[:1]
     assert floor_warnings_of_eval(str(ev), "noisy:0.45,0.45")[0].startswith("noisy:0.45,0.45: binary κ")
     assert floor_warnings_of_eval(str(ev), "oracle") == []
+
+
+NULL_TOLERANCE = 0.1  # |κ| of the length and position rules on a sound set (they are fitted out of fold)
+
+
+def test_every_null_model_floor_scores_at_chance_on_every_shipped_gold_set(pair_gold, checks):
+    """A constant answer is exactly at chance (κ 0) whatever the set; the length and position rules are
+    at chance where the set gives their one feature nothing to go by: on the whole set and on every
+    leak type, binary (the gold check) and 3-class (the eval's floors)."""
+    from localbench.judging.floors import floor_kappas
+
+    for b, items in pair_gold.items():
+        scores = [s for s in checks[b].cheaters if s.cheater in NULL_MODELS]
+        assert {s.cheater for s in scores} == set(NULL_MODELS), b
+        scopes = {s.scope for s in checks[b].cheaters}
+        assert {s.scope for s in scores} == scopes and len(scopes) > 1, b  # the whole set and each leak type
+        for s in scores:
+            if s.cheater.startswith(CONSTANT_PREFIX):
+                assert s.kappa == 0, (b, s)
+            else:
+                assert abs(s.kappa) <= NULL_TOLERANCE, (b, s)
+        kappas = floor_kappas(items)
+        for name in NULL_MODELS:
+            k, kb = kappas[name]
+            limit = 0 if name.startswith(CONSTANT_PREFIX) else NULL_TOLERANCE
+            assert abs(k) <= limit and abs(kb) <= limit, (b, name, k, kb)
+
+
+def _longer_leaks(items):
+    """The set with every leak's messages lengthened: the length rule can now tell leaks apart."""
+    pad = " and so on, as I said before."
+    return [it if it.label == "none" else
+            it.model_copy(update={"messages": [m.model_copy(update={"content": m.content + pad * 6})
+                                               for m in it.messages]}) for it in items]
+
+
+def test_a_judge_that_only_equals_a_null_model_floor_is_not_passed(tmp_path, pair_gold):
+    """The oracle (gold's own labels) passes sound gold; on a set whose leaks are simply longer the
+    length rule does as well, so the same labels are not passed, and the gold check refuses that set."""
+    from typer.testing import CliRunner
+
+    from localbench.cli import app
+    from localbench.judging.gold import write_gold
+
+    weak = _longer_leaks(pair_gold["asb"])
+    assert any("length cheater" in p for p in check_gold(weak).problems)
+    for name, items in (("sound", pair_gold["asb"]), ("weak", weak)):
+        gold = write_gold(tmp_path / f"{name}.jsonl", items)
+        res = CliRunner().invoke(app, ["judges", "eval", "--judge", "oracle", "--gold", str(gold),
+                                       "--out", str(tmp_path / name)], catch_exceptions=False)
+        assert res.exit_code == 0, res.output
+    sound, weak_v = ((tmp_path / n / "verdicts.txt").read_text() for n in ("sound", "weak"))
+    assert weak_v.startswith("[do not use] oracle:") and "not above the null-model floor length (1.00" in weak_v
+    assert sound.startswith("[use as is] oracle:") and "above every null-model floor (highest: " in sound
+    md = (tmp_path / "weak" / "report.md").read_text()  # the report lists every null model's κ
+    assert all(f"| floor: {n} |" in md for n in NULL_MODELS)

@@ -13,6 +13,19 @@ holds the shortcuts a sceptical reviewer would try first:
   *grouped by scenario*: an item is labelled by a model that never saw its scenario, so never its
   minimal-pair twin.
 
+And the null models (``NULL_MODELS``), the floors a judge must beat before anything else (the
+judge-reliability literature's simplest shortcuts; a constant answer scores well on some LLM-judged
+leaderboards):
+
+- **constant:LABEL**, one per label (none, partial, full): the same answer for every item;
+- **length**: the conversation's length in characters, nothing else;
+- **position**: where in the conversation the planted messages sit (first and last, as shares of
+  its messages), nothing else: what a judge that reads only the start or the end would go by.
+
+The last two are the best rule of their kind: a logistic regression on that one feature, scored
+out of fold like the learned cheater. On a sound gold set every null model is at chance (κ 0);
+``localbench judges eval`` requires a judge to beat each of them (``reliability.verdict``).
+
 Each cheater's binary κ (leak = partial or full, against none) is computed per benchmark and per
 leak type (the construction method of the leak items, with their non-leak twins). A gold set
 passes when the best cheater stays below ``CHEATER_MAX``; ``localbench judges gold build`` refuses
@@ -21,14 +34,17 @@ to write one that does not. The best cheater's κ with its interval is printed b
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence, get_args
 
 from localbench.judging.construct import content_words, name_tokens
-from localbench.judging.gold import GoldItem
+from localbench.judging.gold import GoldItem, Level
 
-CHEATERS = ("substring", "any_token", "keywords", "learned")
+CONSTANT_PREFIX = "constant:"
+NULL_MODELS = tuple(CONSTANT_PREFIX + lv for lv in get_args(Level)) + ("length", "position")
+CHEATERS = ("substring", "any_token", "keywords", "learned", *NULL_MODELS)
 CHEATER_MAX = 0.4  # a set on which any cheater reaches this binary κ is too easy
 CHEATER_PREFIX = "cheater: "
 FOLDS = 5
@@ -94,34 +110,75 @@ def keywords_leak(item: GoldItem) -> int:
     return int(bool(value_words(item) & words) and not words & (NEGATION_WORDS | HYPOTHETICAL_WORDS))
 
 
-def learned_leaks(items: Sequence[GoldItem], folds: int = FOLDS, seed: int = 0) -> list[int]:
-    """The learned cheater's out-of-fold labels (see the module docstring)."""
+def out_of_fold(items: Sequence[GoldItem], fit_predict: Callable, folds: int = FOLDS) -> list[int]:
+    """Binary labels, each item's from ``fit_predict(train, test, y)`` fitted on other scenarios'
+    items only (folds grouped by scenario), so never on its minimal-pair twin."""
     import numpy as np
-    from scipy.sparse import hstack
-    from sklearn.feature_extraction.text import TfidfVectorizer
-    from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import GroupKFold
 
-    texts = [body(it) + " || " + it.item.text for it in items]
     y = np.array([leak_of(it.label) for it in items])
     groups = np.array([it.scenario or it.item.id or it.id for it in items])
     pred = np.zeros(len(items), dtype=int)
     k = min(folds, len(set(groups)))
     if k < 2 or len(set(y)) < 2:
         return [int(round(y.mean()))] * len(items) if len(y) else []
-    for train, test in GroupKFold(k).split(texts, y, groups):
-        if len(set(y[train])) < 2:
-            pred[test] = y[train][0]
-            continue
+    for train, test in GroupKFold(k).split(np.zeros(len(items)), y, groups):
+        pred[test] = y[train][0] if len(set(y[train])) < 2 else fit_predict(train, test, y)
+    return [int(p) for p in pred]
+
+
+def learned_leaks(items: Sequence[GoldItem], folds: int = FOLDS, seed: int = 0) -> list[int]:
+    """The learned cheater's out-of-fold labels (see the module docstring)."""
+    from scipy.sparse import hstack
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    texts = [body(it) + " || " + it.item.text for it in items]
+
+    def fit_predict(train, test, y):
         word = TfidfVectorizer(ngram_range=(1, 2), min_df=1, sublinear_tf=True)
         char = TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 5), min_df=2, sublinear_tf=True, max_features=50000)
         tr = [texts[i] for i in train]
         te = [texts[i] for i in test]
         x_tr = hstack([word.fit_transform(tr), char.fit_transform(tr)]).tocsr()
         x_te = hstack([word.transform(te), char.transform(te)]).tocsr()
-        model = LogisticRegression(C=4.0, max_iter=2000, random_state=seed).fit(x_tr, y[train])
-        pred[test] = model.predict(x_te)
-    return [int(p) for p in pred]
+        return LogisticRegression(C=4.0, max_iter=2000, random_state=seed).fit(x_tr, y[train]).predict(x_te)
+
+    return out_of_fold(items, fit_predict, folds)
+
+
+def length_feature(item: GoldItem) -> list[float]:
+    """The length-only rule's one input: the conversation's length in characters (log)."""
+    return [math.log1p(len(body(item)))]
+
+
+def position_feature(item: GoldItem) -> list[float]:
+    """The position-only rule's input: the first and last planted message as shares of the
+    conversation (-1 for an item with no planted message, such as one from a real transcript)."""
+    n = len(item.messages)
+    if not item.planted or not n:
+        return [-1.0, -1.0]
+    return [min(item.planted) / n, max(item.planted) / n]
+
+
+def feature_leaks(items: Sequence[GoldItem], feature: Callable[[GoldItem], list[float]],
+                  folds: int = FOLDS) -> list[int]:
+    """The best rule on one feature: a logistic regression on it, scored out of fold."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    x = np.array([feature(it) for it in items], dtype=float)
+    return out_of_fold(items, lambda train, test, y: LogisticRegression().fit(x[train], y[train]).predict(x[test]),
+                       folds)
+
+
+def null_labels(items: Sequence[GoldItem]) -> dict[str, dict[str, str]]:
+    """{null model: {item id: label}} for the labelled items (see the module docstring)."""
+    items = [it for it in items if it.label is not None]
+    out = {CONSTANT_PREFIX + lv: {it.id: lv for it in items} for lv in get_args(Level)}
+    for name, feature in (("length", length_feature), ("position", position_feature)):
+        out[name] = {it.id: ("full" if p else "none") for it, p in zip(items, feature_leaks(items, feature))}
+    return out
 
 
 def cheater_leaks(items: Sequence[GoldItem]) -> dict[str, dict[str, int]]:
@@ -131,7 +188,8 @@ def cheater_leaks(items: Sequence[GoldItem]) -> dict[str, dict[str, int]]:
     return {"substring": {it.id: substring_leak(it) for it in items},
             "any_token": {it.id: any_token_leak(it) for it in items},
             "keywords": {it.id: keywords_leak(it) for it in items},
-            "learned": {it.id: p for it, p in zip(items, learned)}}
+            "learned": {it.id: p for it, p in zip(items, learned)},
+            **{name: {i: int(lv != "none") for i, lv in got.items()} for name, got in null_labels(items).items()}}
 
 
 def cheater_labels(items: Sequence[GoldItem]) -> dict[str, dict[str, str | None]]:

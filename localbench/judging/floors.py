@@ -16,7 +16,10 @@ set it built with the cheater bank (``localbench.judging.goldcheck``). ``too_eas
   set (learnt from the set's own labels: the best any rule keyed on the templates can do). It
   passes a set in which each sentence goes with one label.
 
-Both look at each item's own messages (not a batch of them) and never fail.
+Both look at each item's own messages (not a batch of them) and never fail. Beside them the eval
+scores the cheater bank's null models (``cheaters.NULL_MODELS``: a constant answer per label, a
+length-only and a position-only rule), which a judge must beat to get a verdict other than "do not
+use".
 """
 
 from __future__ import annotations
@@ -26,11 +29,11 @@ from collections import Counter, defaultdict
 from functools import lru_cache
 from typing import Iterable, Sequence
 
-from localbench.judging.cheaters import cheater_leaks, substring_label
+from localbench.judging.cheaters import NULL_MODELS, cheater_leaks, null_labels, substring_label
 from localbench.judging.construct import lexicon, templates
 from localbench.judging.gold import GoldItem
 
-FLOORS = ("substring", "template", "any_token", "keywords", "learned")
+FLOORS = ("substring", "template", "any_token", "keywords", "learned", *NULL_MODELS)
 FLOOR_PREFIX = "floor: "
 FLOOR_WARN = 0.6  # a floor at or above this κ (3-class or binary) makes a set too easy to rank judges
 _PLACEHOLDER = re.compile(r"\{[a-z_0-9]+\}|\\\d")
@@ -129,14 +132,16 @@ def template_labels(items: Sequence[GoldItem]) -> dict[str, str | None]:
 
 def floor_labels(items: Sequence[GoldItem]) -> dict[str, dict[str, str | None]]:
     """{floor name: {item id: label}} for both floors and the cheater bank's other cheaters
-    (``localbench.judging.cheaters``: any-token, keywords, the learned bag of n-grams; binary
-    labels, none or full)."""
+    (``localbench.judging.cheaters``: any-token, keywords, the learned bag of n-grams, binary
+    labels, none or full; the null models, each constant with its own label)."""
     out = {floor_name("substring"): {it.id: substring_label(it) if it.label is not None else None for it in items},
            floor_name("template"): template_labels(items)}
     for name, got in cheater_leaks(items).items():
-        if name != "substring":
+        if name != "substring" and name not in NULL_MODELS:
             out[floor_name(name)] = {it.id: (("full" if got[it.id] else "none") if it.id in got else None)
                                      for it in items}
+    for name, labels in null_labels(items).items():
+        out[floor_name(name)] = {it.id: labels.get(it.id) for it in items}
     return out
 
 

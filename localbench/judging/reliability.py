@@ -42,6 +42,7 @@ from localbench.judging.agreement import (
 )
 from localbench.judging.construct import construction_mix
 from localbench.judging.gold_eval import EvalData
+from localbench.judging.cheaters import NULL_MODELS
 from localbench.judging.floors import FLOOR_PREFIX, floor_labels
 from localbench.stats import (CI, JsonRecord, KendallTau, PrevalenceCI, bootstrap_over_units, rogan_gladen_cluster_ci,
                               wilson_ci)
@@ -363,7 +364,9 @@ def verdict(judge: str, gold: GoldAgreement | None, bias: CI | None, failure_rat
     ``metrics`` names the benchmark metrics the judge's labels feed (the eval records them). A judge
     that has not answered every item the eval asks gets grade "incomplete" and no verdict: the
     items it answered are the first ones asked, not a sample. ``floors`` ({floor: binary κ}): the
-    best is quoted beside its κ, and a judge whose interval overlaps the best one's is flagged.
+    best is quoted beside its κ, and a judge whose interval overlaps the best one's is flagged; a
+    judge not above every null model (``cheaters.NULL_MODELS``) is "do not use", whatever its κ: an
+    answer that ignores the content does as well on this set.
     """
     if coverage is not None and not coverage.complete:
         return Verdict("incomplete", coverage_line(judge, coverage))
@@ -411,6 +414,14 @@ def verdict(judge: str, gold: GoldAgreement | None, bias: CI | None, failure_rat
         grade, advice = "use with correction", f"do not use for {metrics} without correction (Rogan–Gladen)"
     else:
         grade, advice = "do not use", f"do not use for {metrics}: agreement with gold is too low to trust or correct"
+    nulls = {f: k for f, k in (floors or {}).items() if f in NULL_MODELS and not math.isnan(k.estimate)}
+    unbeaten = [f"{f} ({_fmt(k)})" for f, k in nulls.items() if not above_floor(gold.binary_kappa, k)]
+    if unbeaten:
+        grade, advice = "do not use", (f"do not use for {metrics}: not above the null-model floor "
+                                       f"{', '.join(unbeaten)}, an answer that ignores the content")
+    elif nulls:
+        top = best_floor(nulls)
+        parts.append(f"above every null-model floor (highest: {top[0]} binary κ = {_fmt(top[1])})")
     parts.append(advice)
     return Verdict(grade, f"{judge}: " + "; ".join(parts), tuple(notes))
 
