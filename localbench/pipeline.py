@@ -218,6 +218,7 @@ async def _judge(spec: RunSpec, rd: RunDir, progress: bool | None, res: Resolved
             await check_engines([(client, judge, res.bm.preflight_outputs(spec, list(scenarios.values())).get(judge, []))])
         _record_judge(spec, rd, client, rubrics)
         log(f"judging {len(transcripts)} simulations with {spec.judge_model}")
+        _say_self_judging(spec, res)
         summary = await judge_transcripts(spec, transcripts, scenarios, client, rd.judgments(), show_progress=progress)
         log(_judged_line(summary, time.monotonic() - t0))
     finally:
@@ -256,6 +257,7 @@ class JudgeAlong:
         self._store = self.rd.judgments()
         self._total = JudgeRunSummary()
         log(f"judging each simulation as it ends, with {self.spec.judge_model} (the agent's engine)")
+        _say_self_judging(self.spec, self.res)
 
     def add(self, transcript: Transcript) -> None:
         if transcript.termination == "error":
@@ -284,6 +286,14 @@ class JudgeAlong:
         rest.failed += self._total.failed
         rest.skipped = max(0, rest.skipped - self._total.done)  # the final pass skipped what was judged along the way
         self.summary_line = _judged_line(rest, time.monotonic() - self._t0)
+
+
+def _say_self_judging(spec: RunSpec, res: Resolved) -> None:
+    """The judge stage's one line when the judge is the agent's own model (``judging.sanity``)."""
+    from localbench.judging.sanity import self_judging_message
+
+    if line := self_judging_message(spec, scripted=res.bm.scripted_backend):
+        log(f"warning: {line}")
 
 
 def shares_engine(spec: RunSpec) -> bool:
@@ -344,9 +354,11 @@ def _score(spec: RunSpec, res: Resolved):
     records = bm.scenario_scores(transcripts, judgments, res.scenarios, judge)
     scores = aggregate(records, bm.design, spec.resolved_run_id, judge, seed=spec.seed)
     scores.failures = dict(Counter(j.judge for j in judgments if j.failure))
-    from localbench.judging.sanity import check_judgments
+    from localbench.judging.sanity import check_judgments, self_judging_warning
 
     scores.judge_warnings = check_judgments(judgments, bm.judge_checks(), judge)  # warnings, never exclusions
+    if own := self_judging_warning(spec, judgments, bm.judge_checks(), judge, bm.scripted_backend):
+        scores.judge_warnings.append(own)
     if spec.judge_eval:  # the eval that measured this judge: below the cheater floor is a warning
         from localbench.judging.reliability import floor_judge_warnings
 

@@ -19,7 +19,7 @@ from typing import Any
 from localbench.errors import UserError
 from localbench.files import write_atomic
 from localbench.judging.rubrics import judges_dir
-from localbench.judging.sanity import check_judgments
+from localbench.judging.sanity import check_judgments, self_judging_warning
 from localbench.judging.synthetic import SyntheticJudge, parse_synthetic
 from localbench.pipeline import Resolved, judge_transcripts, read_transcripts, spec_of
 from localbench.runlog import (Judgment, RecordStore, RunDir, RunPaths, ScenarioScore, Transcript, changed_files,
@@ -128,6 +128,8 @@ async def rejudge_one(run_dir: str | Path, judge: str, leakage_only: bool = True
     records = run.score(judge, judgments, leakage_only)
     scores = aggregate(records, run.benchmark.design, spec.resolved_run_id, judge, seed=spec.seed)
     scores.judge_warnings = check_judgments(judgments, run.benchmark.judge_checks(), judge)
+    if own := self_judging_warning(spec, judgments, run.benchmark.judge_checks(), judge, run.benchmark.scripted_backend):
+        scores.judge_warnings.append(own)
     scores.judge_warnings += _floor_warnings(run, judge, judge_eval)
     write_scores(out, records, scores)
     return out

@@ -65,6 +65,9 @@ class PairedComparison(BaseModel):
     test: str = "sign-flip"  # the p-value's test: sign-flip permutation, or mcnemar (0/1 outcomes)
 
 
+SELF_JUDGING = "self_judging"  # a JudgeWarning's pattern when the judge is the model of the run's primary role
+
+
 class JudgeWarning(BaseModel):
     """A degenerate pattern in one judge's answers across the run (``localbench.judging.sanity``).
 
@@ -76,7 +79,7 @@ class JudgeWarning(BaseModel):
 
     judge: str  # the benchmark's judge (the Judgment.judge field), e.g. a behaviour judge
     judge_model: str  # the preset whose answers these are
-    pattern: str  # "constant" | "contradiction" | "undefined" | "below_cheater_floor" (spec judge_eval)
+    pattern: str  # "constant" | "contradiction" | "undefined" | "below_cheater_floor" (spec judge_eval) | SELF_JUDGING
     message: str  # one complete line: the judge, what was seen, with counts
     count: int  # simulations (or answers, see unit) showing the pattern
     total: int  # out of this many

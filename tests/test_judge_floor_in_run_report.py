@@ -40,8 +40,11 @@ def test_a_tiny_random_run_scored_with_its_judges_eval_warns_of_the_cheater_floo
     rel = json.loads((ev / "reliability.json").read_text())
     assert rel["judges"][0]["gold"]["binary_kappa"] and rel["floors"]
     run = tmp_path / "runs" / "tiny"
-    _invoke("run", "--agent", "tiny-random", "--engine", "hf", "--categories", "CD", "--conditions", "L0", "--limit", "1",
-            "--max-rounds", "1", "--out", str(run.parent), "--run-id", "tiny", "--no-progress")
+    res = _invoke("run", "--agent", "tiny-random", "--engine", "hf", "--categories", "CD", "--conditions", "L0",
+                  "--limit", "1", "--max-rounds", "1", "--out", str(run.parent), "--run-id", "tiny", "--no-progress")
+    # the default judge is the agent's model: said when judging starts and in the closing lines (issue 45 item 4)
+    own = "warning: self-judging: the judge (tiny-random) is also the agent's model"
+    assert own in res.stderr and own in res.stdout.split("run directory: ")[0].splitlines()[-1]
     assert "not above the best cheater" not in (run / "report.md").read_text()  # no eval given: no floor warning
     _invoke("report", str(run), "--judge-eval", str(ev))  # shown in the report, scores.json left as it was
     assert "- tiny-random: binary κ" in (run / "report.md").read_text()

@@ -41,11 +41,13 @@ def register(app: typer.Typer) -> None:
         report = run_all(spec, progress, res)
         with run_lock(spec.run_dir):
             log(refresh_run_viewer(spec.run_dir, LoadedRun.of(res, spec.run_dir)))
-        from localbench.report.render import lead_markdown
+        from localbench.report.render import lead_markdown, self_judging_lines
 
         lead = lead_markdown(spec.run_dir)
         if lead:
             typer.echo(lead)
+        for line in self_judging_lines(spec.run_dir):
+            typer.echo(f"warning: {line}")
         typer.echo(f"run directory: {spec.run_dir}")
         typer.echo(f"report: {report}")
         typer.echo(f"viewer: localbench view {spec.run_dir}")

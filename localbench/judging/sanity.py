@@ -13,6 +13,12 @@ left out, are identical in every simulation, once it has answered at least ``MIN
 A benchmark declares the rest (``Benchmark.judge_checks()``): which answers contradict themselves
 (``Contradiction``, warned from ``CONTRADICTION_SHARE`` of simulations) and which scores may be
 "n/a" (``Undefined``, warned from ``UNDEFINED_SHARE`` of answers), with the metrics they feed.
+
+And one about the run, not the answers: **self-judging** — the judge is the model of the run's
+primary role (the default when no judge is given), so a model grades transcripts it wrote and may
+favour them. The judge stage says so when it starts, ``localbench run`` in its closing lines, and the
+score stage stores it as a warning whose metrics (every one a model judged) the report marks. A run
+with no judge, a rule judge, a synthetic judge or a scripted player is not self-judging.
 """
 
 from __future__ import annotations
@@ -21,10 +27,11 @@ import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Optional
 
 from localbench.runlog import Judgment
-from localbench.scores import JudgeWarning
+from localbench.scores import SELF_JUDGING, JudgeWarning
+from localbench.spec import NO_JUDGE, RunSpec
 
 MIN_SIMULATIONS = 5  # a constant answer over fewer simulations says little
 CONTRADICTION_SHARE = 0.1  # warn when at least this share of simulations contradicts itself
@@ -176,3 +183,55 @@ def check_judgments(judgments: Iterable[Judgment], checks: JudgeChecks, judge_mo
             if u.judge == judge and (w := _undefined(u, model, sims)):
                 out.append(w)
     return out
+
+
+Scripted = Callable[[str], Optional[Any]]  # a benchmark's ``scripted_backend``: preset -> backend or None
+
+
+def _preset_name(name: str) -> str:
+    """The name inside a preset (a preset given as a file's path reads as the name it holds)."""
+    from localbench.serving.presets import PresetError, load_preset
+
+    try:
+        return load_preset(name).name
+    except (PresetError, OSError, ValueError):
+        return name
+
+
+def self_judging(spec: RunSpec, judge: str | None = None, scripted: Scripted | None = None) -> bool:
+    """Whether ``judge`` (default: the spec's) is the model that plays the spec's primary role."""
+    from localbench.judging.synthetic import is_synthetic
+
+    judge = judge or spec.judge_model
+    agent = spec.model_for(spec.design.primary_role)
+    if judge in (NO_JUDGE, "rule") or spec.rule_judge or is_synthetic(judge):
+        return False
+    if scripted is not None and (scripted(judge) is not None or scripted(agent) is not None):
+        return False
+    return judge == agent or _preset_name(judge) == _preset_name(agent)
+
+
+def self_judging_message(spec: RunSpec, judge: str | None = None, scripted: Scripted | None = None) -> str | None:
+    """The one line that says a run is self-judging (see the module docstring), or None."""
+    if not self_judging(spec, judge, scripted):
+        return None
+    return (f"self-judging: the judge ({judge or spec.judge_model}) is also the {spec.design.primary_role}'s model "
+            "(the default when no judge is given), so it grades transcripts it wrote and may favour them; give "
+            "another model as the judge (--judge PRESET), or measure this one against gold (`localbench judges eval`)")
+
+
+def self_judging_warning(spec: RunSpec, judgments: Iterable[Judgment], checks: JudgeChecks, judge: str | None = None,
+                         scripted: Scripted | None = None) -> JudgeWarning | None:
+    """The score stage's warning for a self-judging run: its metrics, once a model has judged, are the
+    design's leakage metrics and those the benchmark declares for each judge that answered (rule
+    labels are not a model's); a run its judge never answered is still warned, with nothing marked."""
+    message = self_judging_message(spec, judge, scripted)
+    if message is None:
+        return None
+    judged = [j for j in judgments if j.judge_model not in ("", "rule")]
+    answered = {j.judge for j in judged}
+    metrics = [m.name for m in spec.design.metrics if m.leakage] if judged else []
+    metrics += [m for j in sorted(answered) for m in checks.metrics.get(j, ()) if m not in metrics]
+    n = len({j.sim_key for j in judged})
+    return JudgeWarning(judge=spec.design.judge_role, judge_model=judge or spec.judge_model, pattern=SELF_JUDGING,
+                        message=message, count=n, total=n, metrics=metrics)

@@ -23,9 +23,9 @@ from localbench.report.plan import ReportPlan
 from localbench.report.data import RunData, load_run
 from localbench.report.figures import FigureResult, write_figures
 from localbench.report.provenance import key_facts, sections
-from localbench.report.tables import CellFormat, Table, comparisons_table, md_text, write_tables
+from localbench.report.tables import DEGENERATE, CellFormat, Table, comparisons_table, md_text, write_tables
 from localbench.runlog import RunFiles, RunPaths
-from localbench.scores import JudgeWarning
+from localbench.scores import SELF_JUDGING, JudgeWarning
 
 TEMPLATES = Path(__file__).parent / "templates"
 VIEWER = RunFiles.VIEWER  # the run's viewer (written beside the report: `localbench view`, the report command)
@@ -190,9 +190,16 @@ def build_context(run: RunData, tables: list[Table], figures: list[FigureResult]
     }
 
 
-def flagged_metrics(run: RunData) -> dict[str, str]:
-    """Metric -> the judge (and model) whose degenerate answers it was computed from."""
-    return {m: f"{w.judge} judge ({w.judge_model})" for w in run.scores.judge_warnings for m in w.metrics}
+def flagged_metrics(run: RunData) -> dict[str, dict[str, str]]:
+    """Metric -> {the judge (and model) it was computed from: why that judge is flagged} (``Table.flagged``):
+    a self-judging run's judge (its model), or a judge whose answers looked degenerate."""
+    out: dict[str, dict[str, str]] = {}
+    for w in run.scores.judge_warnings:
+        own = w.pattern == SELF_JUDGING
+        who, why = (w.judge_model, SELF_JUDGING) if own else (f"{w.judge} judge ({w.judge_model})", DEGENERATE)
+        for m in w.metrics:
+            out.setdefault(m, {})[who] = why
+    return out
 
 
 def build_tables(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
@@ -231,6 +238,16 @@ def build_report(run_dir: str | Path, fmt: CellFormat = "pm", design: Design | N
     write_atomic(html_path, _env(True).get_template("report.html.j2").render(**ctx))
     write_atomic(md_path, _env(False).get_template("report.md.j2").render(**ctx))
     return Report(html_path, md_path, table_paths, fig_paths, ctx["notes"])
+
+
+def self_judging_lines(run_dir: str | Path) -> list[str]:
+    """The score stage's self-judging warning (``judging.sanity``), for ``localbench run``'s closing lines."""
+    scores = RunPaths(run_dir).scores_path
+    if not scores.exists():
+        return []
+    from localbench.scores import Scores
+
+    return [w.message for w in Scores.read(scores).judge_warnings if w.pattern == SELF_JUDGING]
 
 
 def lead_markdown(run_dir: str | Path) -> str | None:

@@ -22,12 +22,22 @@ from typing import Literal, Union
 from localbench.design import ALL
 from localbench.report.aggregate import Estimate, bootstrap_settings
 from localbench.report.data import RunData
+from localbench.scores import SELF_JUDGING
 from localbench.stats import can_reach_significance, min_pairs_for_significance
 
 CellFormat = Literal["pm", "ci"]
 SINGLE = "(n = 1)"
 FEW_FOR_PM = 5  # below this many scenarios a cell shows [low, high], never "±"
 FLAG = "‡"
+DEGENERATE = "degenerate"
+# why a judge's numbers carry FLAG (``Table.flagged``), as the table's note says it: a judge whose answers
+# looked degenerate (judging.sanity's patterns), or the model under test judging itself (scores.SELF_JUDGING)
+FLAG_READINGS = {
+    DEGENERATE: "a judge whose answers looked degenerate ({judges}; see Judge warnings): read as the judge's output, "
+                "not as a finding.",
+    SELF_JUDGING: "the model under test as its own judge ({judges}; see Judge warnings): it may favour what it "
+                  "wrote, so read as its view of itself, not as an independent finding.",
+}
 Cell = Union[Estimate, str, None]
 MISSING = "—"
 DAGGER = "†"
@@ -66,7 +76,7 @@ class Table:
     fmt: CellFormat = "pm"
     bold_best: bool = False
     bold_rows: set[int] = field(default_factory=set)  # rows whose numbers are bold (significant tests)
-    flagged: dict[str, str] = field(default_factory=dict)  # metric -> judge whose answers looked degenerate
+    flagged: dict[str, dict[str, str]] = field(default_factory=dict)  # metric -> {judge: why, a FLAG_READINGS key}
 
     # ---- logic shared by every format ----
 
@@ -142,12 +152,16 @@ class Table:
                 f"leak: " + "; ".join(items) + ".")
 
     def flag_note(self) -> str | None:
-        shown = {m: j for m, j in self.flagged.items() if any(c.metric == m for c in self.columns)}
-        if not shown:
+        """What FLAG means here: one sentence per reason a judge of a shown column is flagged for."""
+        whys: dict[str, set[str]] = {}
+        for m, judges in self.flagged.items():
+            if any(c.metric == m for c in self.columns):
+                for judge, why in judges.items():
+                    whys.setdefault(why, set()).add(judge)
+        if not whys:
             return None
-        judges = sorted(set(shown.values()))
-        return (f"{FLAG} computed from the labels of a judge whose answers looked degenerate ({', '.join(judges)}; "
-                "see Judge warnings): read as the judge's output, not as a finding.")
+        return " ".join(f"{FLAG} computed from the labels of " + FLAG_READINGS[why].format(judges=", ".join(sorted(whys[why])))
+                        for why in FLAG_READINGS if why in whys)
 
     def all_notes(self) -> list[str]:
         f, g = self.failure_note(), self.flag_note()
