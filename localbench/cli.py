@@ -21,7 +21,7 @@ app = typer.Typer(
 
 # Modules under localbench/commands that each define register(app).
 COMMAND_MODULES = ["models", "generate", "serve", "data", "simulate", "run", "judges", "slurm", "report", "view",
-                   "importing", "doctor"]
+                   "importing", "doctor", "study", "compare"]
 
 
 def _register_all() -> None:

