@@ -199,8 +199,11 @@ def _judged_line(summary, seconds: float) -> str:
             f"({seconds:.1f} s)")
 
 
-async def _judge(spec: RunSpec, rd: RunDir, progress: bool | None, res: Resolved) -> None:
-    from localbench.runtime.clients import client_for
+async def _judge(spec: RunSpec, rd: RunDir, progress: bool | None, res: Resolved, backend=None) -> None:
+    """The judge stage's work; ``backend``: a judge engine already open (a study judges every model's
+    run with one), wrapped in a client with this run's cache and left open; else one opened here."""
+    from localbench.runtime.clients import client_for, run_cache
+    from localbench.serving.client import StructuredClient
 
     t0 = time.monotonic()
     transcripts = read_transcripts(rd)
@@ -209,7 +212,8 @@ async def _judge(spec: RunSpec, rd: RunDir, progress: bool | None, res: Resolved
     scenarios = res.scenarios
     rubrics = _judge_rubrics(spec)
     _keep_one_judge(spec, rd, rubrics)
-    client = client_for(spec, spec.design.judge_role, rd.path, engines=res.engines)
+    client = (StructuredClient(backend, cache=run_cache(spec, rd.path), max_retries=spec.serving.max_retries)
+              if backend is not None else client_for(spec, spec.design.judge_role, rd.path, engines=res.engines))
     try:
         if spec.serving.preflight:  # the judge's engine takes each of its schemas, before the first call
             from localbench.runtime.preflight import check_engines
@@ -222,7 +226,10 @@ async def _judge(spec: RunSpec, rd: RunDir, progress: bool | None, res: Resolved
         summary = await judge_transcripts(spec, transcripts, scenarios, client, rd.judgments(), show_progress=progress)
         log(_judged_line(summary, time.monotonic() - t0))
     finally:
-        await client.aclose()
+        if backend is None:
+            await client.aclose()
+        elif client.cache is not None:
+            client.cache.close()
 
 
 class JudgeAlong:
@@ -335,6 +342,16 @@ def judge_stage(spec: RunSpec, progress: bool | None = None, res: Resolved | Non
         return
     with run_lock(rd.path):
         asyncio.run(_judge(spec, rd, progress, res or Resolved(spec)))
+
+
+async def judge_with(spec: RunSpec, backend, progress: bool | None = None, res: Resolved | None = None) -> None:
+    """Judge a run with a judge engine already open and left open: a study loads each benchmark's
+    judge once and judges every model's run with it (``localbench.study.run``). Call it from the
+    event loop the engine was opened on."""
+    rd = RunDir(spec.run_dir)
+    spec = resume_judge(spec, rd)
+    with run_lock(rd.path):
+        await _judge(spec, rd, progress, res or Resolved(spec), backend)
 
 
 def score_stage(spec: RunSpec, res: Resolved | None = None):

@@ -73,6 +73,14 @@ def spec() -> str:
             f"### `serving:` (`EngineOptions`)\n\n{model_table(EngineOptions, 'serving.')}")
 
 
+def study() -> str:
+    """The study file's fields (localbench/study/spec.py)."""
+    from localbench.study.spec import BenchmarkPart, Study
+    return (f"### `Study` (the top level)\n\n{model_table(Study)}\n"
+            f"### `benchmarks.NAME:` (`BenchmarkPart`, besides its RunSpec fields)\n\n"
+            f"{model_table(BenchmarkPart, 'benchmarks.NAME.')}")
+
+
 def presets() -> str:
     from localbench.serving.presets import ModelSize, ModelSource, Preset
     return (f"### A preset file (`Preset`)\n\n{model_table(Preset)}\n"
@@ -237,7 +245,7 @@ def expand(markdown: str) -> str:
 
 
 RENDER = {"spec": spec, "presets": presets, "designs": designs, "cli": cli, "fit": fit, "examples": examples,
-          "metrics": metrics, "results": results}
+          "metrics": metrics, "results": results, "study": study}
 
 
 LINK = re.compile(r"(?<!!)\[([^\]]+)\]\(([^)\s#]+)(#[^)\s]*)?\)")

@@ -19,6 +19,8 @@ from localbench.spec import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+SPECS = [p for p in EXAMPLES if not p.stem.startswith("study-")]  # run specs; study-*.yaml are study files
+STUDIES = [p for p in EXAMPLES if p.stem.startswith("study-")]
 
 
 def test_there_is_an_example_per_common_study():
@@ -26,7 +28,26 @@ def test_there_is_an_example_per_common_study():
     assert {"asb-ladder-8b", "agentleak-single-vs-multi", "sopri-all-attackers", "judge-comparison"} <= names
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", STUDIES, ids=lambda p: p.stem)
+def test_a_study_example_reads_and_plans_its_runs(path):
+    """Each study file plans one run per (benchmark, model); the GPU study's models and judges are
+    GPU presets, the CPU one's are not (it is the one the tests run)."""
+    from localbench.study.plan import plan_runs
+    from localbench.study.spec import read_study
+
+    study = read_study(path)
+    runs = plan_runs(study)
+    assert len(runs) == len(study.models) * len(study.benchmarks)
+    for r in runs:
+        sim = get_benchmark(r.benchmark).simulator()
+        scenarios, _ = sim.load(r.spec)
+        assert sim.plan(r.spec, scenarios), (path.name, r.benchmark, r.model)
+    gpu = {load_preset(r.spec.model_for(role)).needs_gpu for r in runs for role in r.spec.design.role_names
+           if r.spec.model_for(role) != "none"}
+    assert gpu == ({False} if path.stem == "study-cpu" else {True}), path.name
+
+
+@pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
 def test_an_example_parses_resolves_and_plans(path):
     spec = load_spec(path)
     for role in spec.design.role_names:  # every role played by a preset that exists

@@ -31,6 +31,8 @@ RANK = {
     "benchmarks": 3,
     "pipeline": 4,
     "rejudge": 5, "consequences": 5.5, "viewer": 5.5,
+    "study": 5.75,  # a study is a set of ordinary runs: it drives the pipeline (and links the viewer); commands drive it
+    "results_schema": 0,  # the results files' JSON schemas, generated from the leaves' models
     "commands": 6, "cli": 6, "slurm": 6,
 }
 

@@ -17,7 +17,8 @@ from localbench.cli import app
 from localbench.serving.types import Backend, RawCompletion
 
 V2_MESSAGE = "Too many logit bias tokens: 3596. The max size is 1024."
-EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.yaml"))
+EXAMPLES = sorted(p for p in (Path(__file__).resolve().parents[1] / "examples").glob("*.yaml")
+                  if not p.stem.startswith("study-"))  # run specs; study-*.yaml are study files
 
 
 class RefusingBackend(Backend):

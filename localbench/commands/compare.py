@@ -14,6 +14,31 @@ from typing import Optional
 import typer
 
 
+def compare_inputs(inputs: list[Path], out: Optional[Path] = None, ci: bool = False, view: bool = True,
+                   judge_eval: Optional[list[str]] = None):
+    """The comparison of run directories, or of one study file's runs (``localbench compare`` and
+    ``localbench study compare``): written under ``out``; returns what was written."""
+    from localbench.errors import UserError
+    from localbench.study.compare import is_study_file, study_file_runs
+    from localbench.study.compare_write import write_comparison
+
+    if len(inputs) == 1 and is_study_file(inputs[0]):
+        runs, default = study_file_runs(inputs[0]), inputs[0].parent / "compare"
+    elif any(p.is_file() for p in inputs):
+        raise UserError("compare: give run directories, or one study file alone")
+    else:
+        runs, default = inputs, Path("compare")
+    warnings = []
+    if judge_eval:
+        from localbench.judging.reliability import floor_judge_warnings
+        from localbench.report.data import load_scores
+        from localbench.runlog import RunPaths
+
+        judges = dict.fromkeys(r.judge for d in runs for r in load_scores(RunPaths(d).scores_path).rows)
+        warnings = [w for ev in judge_eval for j in judges for w in floor_judge_warnings(ev, j)]
+    return write_comparison(runs, out or default, fmt="ci" if ci else "pm", view=view, judge_warnings=warnings)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("compare")
     def compare(
@@ -29,24 +54,6 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Compare models across runs: tables (md, tex, csv, html) and figures (png, svg, pdf); prints the
         headline table and the path of compare.html."""
-        from localbench.errors import UserError
-        from localbench.study.compare import is_study_file, study_file_runs
-        from localbench.study.compare_write import write_comparison
-
-        if len(inputs) == 1 and is_study_file(inputs[0]):
-            runs, default = study_file_runs(inputs[0]), inputs[0].parent / "compare"
-        elif any(p.is_file() for p in inputs):
-            raise UserError("compare: give run directories, or one study file alone")
-        else:
-            runs, default = inputs, Path("compare")
-        warnings = []
-        if judge_eval:
-            from localbench.judging.reliability import floor_judge_warnings
-            from localbench.report.data import load_scores
-            from localbench.runlog import RunPaths
-
-            judges = dict.fromkeys(r.judge for d in runs for r in load_scores(RunPaths(d).scores_path).rows)
-            warnings = [w for ev in judge_eval for j in judges for w in floor_judge_warnings(ev, j)]
-        result = write_comparison(runs, out or default, fmt="ci" if ci else "pm", view=view, judge_warnings=warnings)
+        result = compare_inputs(inputs, out, ci, view, judge_eval)
         typer.echo(result.headline_markdown)
         typer.echo(str(result.html))

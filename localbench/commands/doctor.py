@@ -124,6 +124,7 @@ def preflight_lines(preset: str, benchmarks: list[str], engine: str = "auto", ba
     request was taken."""
     import asyncio
 
+    from localbench.benchmarks.contract import Benchmark
     from localbench.pipeline import preflight_outputs
     from localbench.registry import get_benchmark
     from localbench.runtime.preflight import check_backend
@@ -135,8 +136,10 @@ def preflight_lines(preset: str, benchmarks: list[str], engine: str = "auto", ba
     chosen = pick_engine(p, engine, base_url)
     plans = []
     for name in benchmarks:
-        spec = RunSpec(benchmark=name)
         bm = get_benchmark(name)
+        if type(bm).preflight_outputs is Benchmark.preflight_outputs:
+            continue  # it names no schemas (imported traces): nothing to send, nothing to load
+        spec = RunSpec(benchmark=name)
         scenarios = list(bm.load_scenarios(spec.scenarios, spec.categories, 1).values())
         outputs = preflight_outputs(spec, bm, scenarios, pipelined=True)  # the judge's schemas too
         plans.append((name, [o for specs in outputs.values() for o in specs]))
@@ -166,16 +169,17 @@ def register(app: typer.Typer) -> None:
                                                   "constrained request of each schema the benchmarks use, as a run "
                                                   "does before its first simulation; exit 1 naming any refused"),
                benchmark: list[str] = typer.Option(None, "--benchmark", "-b",
-                                                   help="with --preflight: only these benchmarks (default: asb, agentleak, sopri)"),
+                                                   help="with --preflight: only these benchmarks (default: every "
+                                                        "registered one that names its schemas)"),
                engine: str = typer.Option("auto", "--engine", help="with --preflight: the engine (auto, hf, vllm, openai)"),
                base_url: str = typer.Option(None, "--base-url", help="with --preflight: a server to ask (the openai engine)")) -> None:
         """Which engine, device, CUDA, driver and vLLM this machine has, and what each preset would use."""
         if preflight:
-            lines, ok = preflight_lines(preflight, benchmark or list(PREFLIGHT_BENCHMARKS), engine, base_url)
+            from localbench.registry import registered
+
+            lines, ok = preflight_lines(preflight, benchmark or list(registered()), engine, base_url)
             typer.echo("\n".join(lines))
             raise typer.Exit(0 if ok else 1)
         f = facts()
         typer.echo(json.dumps(f, indent=2) if as_json else "\n".join(_lines(f)))
 
-
-PREFLIGHT_BENCHMARKS = ("asb", "agentleak", "sopri")
