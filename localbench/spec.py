@@ -368,18 +368,24 @@ class RunSpec(BaseModel):
         return Path(self.out) / self.resolved_run_id
 
 
-def read_spec_file(path: str | Path) -> dict[str, Any]:
-    """A spec file's fields, unvalidated: what a command reads once and then parses once."""
+def read_yaml_fields(path: str | Path, what: str, error: type[Exception]) -> dict[str, Any]:
+    """A YAML file of fields (a spec, a study), unvalidated; ``error`` (naming the file and ``what``
+    it should be) when it cannot be read, is not YAML or is not a mapping."""
     p = Path(path)
     try:
         data = yaml.safe_load(p.read_text()) or {}
     except OSError as e:
-        raise SpecError(f"{p}: cannot read spec: {e.strerror}") from e
+        raise error(f"{p}: cannot read the {what}: {e.strerror}") from e
     except yaml.YAMLError as e:
-        raise SpecError(f"{p}: not valid YAML: {yaml_error(e)}") from e
+        raise error(f"{p}: not valid YAML: {yaml_error(e)}") from e
     if not isinstance(data, dict):
-        raise SpecError(f"{p}: a spec must be a mapping of fields")
+        raise error(f"{p}: a {what} must be a mapping of fields")
     return data
+
+
+def read_spec_file(path: str | Path) -> dict[str, Any]:
+    """A spec file's fields, unvalidated: what a command reads once and then parses once."""
+    return read_yaml_fields(path, "spec", SpecError)
 
 
 def parse_spec(data: dict[str, Any], where: str = "flags", prefix: str = "", recorded: bool = False,

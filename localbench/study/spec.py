@@ -30,7 +30,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from localbench.errors import UserError
@@ -93,15 +92,10 @@ def error_lines(e: ValidationError, prefix: str = "") -> list[str]:
 
 def read_study(path: str | Path) -> "Study":
     """A study file, validated in one pass (StudyError lists every problem)."""
+    from localbench.spec import read_yaml_fields
+
     p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text())
-    except OSError as e:
-        raise StudyError(f"{p}: cannot read the study file: {e.strerror}") from e
-    except yaml.YAMLError as e:
-        raise StudyError(f"{p}: not valid YAML: {e}") from e
-    if not isinstance(data, dict):
-        raise StudyError(f"{p}: a study file is a mapping of fields (models, benchmarks, judge, ...)")
+    data = read_yaml_fields(p, "study file", StudyError)
     try:
         study = Study.model_validate({**data, "path": p.resolve()})
     except ValidationError as e:
