@@ -229,9 +229,19 @@ def test_run_stops_after_simulate_when_the_engine_is_dead(tmp_path):
     r = _run_cli("run", "--agent", "tiny-random", "--engine", "openai", "--base-url", url, "--categories", "CD",
                  "--conditions", "L0", "--limit", "1", "--out", str(tmp_path), "--run-id", "dead", timeout=300)
     assert r.returncode != 0
-    assert "stopped by engine errors" in r.stderr and url in r.stderr, r.stderr[-2000:]
+    # the preflight meets the dead server before the first simulation, and names it
+    assert "preflight: preset 'tiny-random' (agent, engine openai)" in r.stderr and url in r.stderr, r.stderr[-2000:]
     assert "Traceback" not in r.stderr
+    assert not (tmp_path / "dead" / "transcripts.jsonl").exists()  # nothing written as a failed simulation
     assert not (tmp_path / "dead" / "judgments.jsonl").exists() and not (tmp_path / "dead" / "scores.json").exists()
+    # without the preflight (serving.preflight: false), the simulations meet it and the run stops there
+    spec = tmp_path / "no-preflight.yaml"
+    spec.write_text(json.dumps({"benchmark": "asb", "models": {"agent": "tiny-random"}, "categories": ["CD"],
+                                "conditions": ["L0"], "limit": 1, "out": str(tmp_path), "run_id": "dead2",
+                                "serving": {"engine": "openai", "base_url": url, "preflight": False}}))
+    r = _run_cli("run", "--spec", str(spec), timeout=300)
+    assert r.returncode != 0 and "stopped by engine errors" in r.stderr and url in r.stderr, r.stderr[-2000:]
+    assert not (tmp_path / "dead2" / "judgments.jsonl").exists() and not (tmp_path / "dead2" / "scores.json").exists()
 
 
 @pytest.mark.slow

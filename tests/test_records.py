@@ -75,9 +75,11 @@ def _same_scores(path: Path) -> None:
     warnings = new.pop("judge_warnings")
     assert {c.pop("test") for c in new["comparisons"]} == {"sign-flip"}  # a field added since: the same test
     assert new == old
-    # the 135M judge is degenerate; its warnings are computed, not its numbers dropped
+    # the 135M judge is degenerate; its warnings are computed, not its numbers dropped; and it is the
+    # agent's own model, so the run is self-judged (issue 45)
     assert {(w["judge"], w["pattern"]) for w in warnings} == {
-        ("behaviour", "constant"), ("behaviour", "contradiction"), ("task", "contradiction"), ("abstraction", "undefined")}
+        ("behaviour", "constant"), ("behaviour", "contradiction"), ("task", "contradiction"), ("abstraction", "undefined"),
+        ("judge", "self_judging")}
 
 
 def test_a_recorded_run_scores_to_the_same_numbers_and_renders(tmp_path):

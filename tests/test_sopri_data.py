@@ -290,3 +290,22 @@ def test_a_true_cross_post_d4_label_passes():
     u = _d4_user("Tram 4 to the office again.")
     u.posts[0].caption = "New flat, the tram stops right outside."
     assert not [i for i in lint(u, "f") if i.code == "d4_single_post"]
+
+
+def test_the_generators_output_does_not_depend_on_the_blas_kernel(tmp_path):
+    """The suite's images and boxes come out the same whichever BLAS kernel numpy runs: the scenes'
+    projective maps are solved in plain floats. (With numpy.linalg, OPENBLAS_CORETYPE=Haswell on
+    this project's machines moved a box's fourth decimal and two images' pixels, so the shipped
+    suite matched the generator on one machine and not on another.)"""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys; from pathlib import Path; from localbench.benchmarks.sopri import generate as g; "
+            "g.generate_users(g.SUITE_N, g.SUITE_SEED, Path(sys.argv[1]))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENBLAS_")}
+    for name, extra in (("plain", {}), ("haswell", {"OPENBLAS_CORETYPE": "Haswell", "OPENBLAS_L2_SIZE": "512"})):
+        subprocess.run([sys.executable, "-c", code, str(tmp_path / name)], check=True, env={**env, **extra}, timeout=300)
+    made = sorted(p.relative_to(tmp_path / "plain") for p in (tmp_path / "plain").rglob("*") if p.is_file())
+    _, mismatch, errors = filecmp.cmpfiles(tmp_path / "plain", tmp_path / "haswell", [str(p) for p in made], shallow=False)
+    assert made and not mismatch and not errors, mismatch

@@ -36,7 +36,7 @@ def test_every_problem_of_a_study_file_is_named_in_one_pass(tmp_path):
                                   "out": "elsewhere"},
                           "nosuchbench": {}}}
     with pytest.raises(StudyError) as e:
-        read_study(_write(tmp_path, bad))
+        plan_runs(read_study(_write(tmp_path, bad)))
     text = str(e.value)
     for named in ("field 'models': ", "no-such-preset", "field 'benchmarks.nosuchbench'",
                   "field 'benchmarks.asb.overrides.other-model'", "field 'benchmarks.asb.out'",
@@ -47,7 +47,7 @@ def test_every_problem_of_a_study_file_is_named_in_one_pass(tmp_path):
 def test_a_study_without_a_judge_is_refused_unless_it_allows_self_judging(tmp_path):
     base = {"models": ["tiny-random", "smollm2-135m"], "benchmarks": {"asb": {"limit": 1}}}
     with pytest.raises(StudyError, match="field 'benchmarks.asb.judge': no judge for AgentSocialBench"):
-        read_study(_write(tmp_path, base))
+        plan_runs(read_study(_write(tmp_path, base)))
     runs = plan_runs(read_study(_write(tmp_path, {**base, "allow_self_judging": True})))
     assert [(r.model, r.judge, r.self_judged) for r in runs] == [("tiny-random", "tiny-random", True),
                                                                  ("smollm2-135m", "smollm2-135m", True)]

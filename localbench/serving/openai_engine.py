@@ -170,6 +170,7 @@ class OpenAIBackend(Backend):
         self.timeout = timeout
         self.first_byte_timeout = first_byte_timeout
         self._heard_at = 0.0  # when the server last sent anything (a reply, a health answer)
+        self._silent_at = -1e9  # when a health probe last heard nothing
         self._probe_lock: asyncio.Lock | None = None
         self._last_wait_note = 0.0
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
@@ -335,11 +336,14 @@ class OpenAIBackend(Backend):
         async with self._probe_lock:
             if time.monotonic() - self._heard_at < self.first_byte_timeout:
                 return True  # another request's probe (or reply) just heard it
+            if time.monotonic() - self._silent_at < self.first_byte_timeout:
+                return False  # another request's probe just found it silent: requests waiting together fail together
             try:
                 async with httpx.AsyncClient(transport=self._transport, headers=self._headers,
                                              timeout=min(PROBE_TIMEOUT_S, self.first_byte_timeout)) as probe:
                     await probe.get(f"{self.root_url}/health")
             except httpx.TimeoutException:
+                self._silent_at = time.monotonic()
                 return False
             except httpx.HTTPError:
                 return True  # refused or reset: not hung; the request's own outcome says what it is

@@ -79,10 +79,11 @@ async def server_card(request: Any, call_next: Any) -> Any:
 
 
 def read_card(root_url: str, headers: dict[str, str] | None = None, transport: Any = None,
-              timeout: float = 5.0) -> ServerCard | None:
+              timeout: float = 2.0) -> ServerCard | None:
     """The card of the server at ``root_url`` (``http://host:port``), or None where it has none
-    (404, another kind of server, an unreadable answer). A server that cannot be reached at all is
-    None too: the first request says so, with its retries."""
+    (404, another kind of server, an unreadable answer). A server that cannot be reached at all, or
+    does not answer within ``timeout`` (a live one answers at once), is None too: the first request
+    says what is wrong, with its retries."""
     import httpx
 
     try:

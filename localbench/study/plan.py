@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from localbench.errors import UserError
 from localbench.spec import NO_JUDGE, RunSpec, SpecError
-from localbench.study.spec import RUN_FIELDS_NOT_IN_A_STUDY, Study, StudyError, error_lines
+from localbench.study.spec import RUN_FIELDS_NOT_IN_A_STUDY, Study, StudyError, error_lines, read_study
 
 
 @dataclass(frozen=True)
@@ -125,8 +125,6 @@ def plan_runs(study: Study) -> list[PlannedRun]:
 
 def study_run_dirs(path: str | Path) -> list[Path]:
     """The run directories of a study's runs that exist (``compare STUDY.yaml`` reads these)."""
-    from localbench.study.spec import read_study
-
     return [r.run_dir for r in plan_runs(read_study(path)) if r.run_dir.is_dir()]
 
 

@@ -91,16 +91,13 @@ def error_lines(e: ValidationError, prefix: str = "") -> list[str]:
 
 
 def read_study(path: str | Path) -> "Study":
-    """A study file, validated in one pass (StudyError lists every problem)."""
+    """A study file's own fields, checked (StudyError lists every problem); ``plan.plan_runs`` then
+    builds and checks its runs, every problem of every run in one pass."""
     from localbench.spec import read_yaml_fields
 
     p = Path(path)
     data = read_yaml_fields(p, "study file", StudyError)
     try:
-        study = Study.model_validate({**data, "path": p.resolve()})
+        return Study.model_validate({**data, "path": p.resolve()})
     except ValidationError as e:
         raise StudyError(f"{p}: {len(e.errors())} problem(s):\n" + "\n".join(error_lines(e))) from e
-    from localbench.study.plan import plan_runs
-
-    plan_runs(study)  # every run's spec built once: each field checked where it is used
-    return study

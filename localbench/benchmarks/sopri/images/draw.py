@@ -117,21 +117,54 @@ def fit_size(lines: list[str], face: str, px: int, max_w: float, lo: int = 10) -
     return px
 
 
+def _solve(a: list[list[float]], b: list[float]) -> list[float]:
+    """``a x = b`` by Gaussian elimination with partial pivoting, in plain floats.
+
+    Why not ``numpy.linalg.solve``: it runs the LAPACK/BLAS kernel the CPU (or OPENBLAS_CORETYPE)
+    picks, whose last bits differ between machines, and a box's fourth decimal or a resampled pixel
+    with them; the shipped suite must be the generator's output on every machine."""
+    n = len(b)
+    m = [[float(v) for v in row] + [float(b[i])] for i, row in enumerate(a)]
+    for col in range(n):
+        piv = max(range(col, n), key=lambda r: abs(m[r][col]))
+        m[col], m[piv] = m[piv], m[col]
+        for r in range(col + 1, n):
+            f = m[r][col] / m[col][col]
+            if f:
+                m[r] = [x - f * y for x, y in zip(m[r], m[col])]
+    x = [0.0] * n
+    for r in reversed(range(n)):
+        acc = m[r][n]
+        for c in range(r + 1, n):
+            acc -= m[r][c] * x[c]
+        x[r] = acc / m[r][r]
+    return x
+
+
 def homography(src: Quad, dst: Quad) -> np.ndarray:
     """The 3x3 projective map that takes the four ``src`` points to the four ``dst`` points."""
     a, b = [], []
     for (x, y), (u, v) in zip(src, dst, strict=True):
         a += [[x, y, 1, 0, 0, 0, -u * x, -u * y], [0, 0, 0, x, y, 1, -v * x, -v * y]]
         b += [u, v]
-    return np.append(np.linalg.solve(np.array(a, float), np.array(b, float)), 1.0).reshape(3, 3)
+    return np.array([*_solve(a, b), 1.0], float).reshape(3, 3)
+
+
+def project(h: np.ndarray, points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """``points`` through the projective map ``h``, in plain floats (the same bits on every machine)."""
+    m = [[float(v) for v in row] for row in h]
+    out = []
+    for x, y in points:
+        z = m[2][0] * x + m[2][1] * y + m[2][2]
+        out.append(((m[0][0] * x + m[0][1] * y + m[0][2]) / z, (m[1][0] * x + m[1][1] * y + m[1][2]) / z))
+    return out
 
 
 def map_rect(h: np.ndarray, rect: Rect) -> Rect:
     """The bounds of ``rect`` after the projective map ``h``."""
     left, top, right, bottom = rect
-    pts = np.array([[left, top, 1], [right, top, 1], [right, bottom, 1], [left, bottom, 1]], float) @ h.T
-    xs, ys = pts[:, 0] / pts[:, 2], pts[:, 1] / pts[:, 2]
-    return (float(xs.min()), float(ys.min()), float(xs.max()), float(ys.max()))
+    pts = project(h, [(left, top), (right, top), (right, bottom), (left, bottom)])
+    return (min(x for x, _ in pts), min(y for _, y in pts), max(x for x, _ in pts), max(y for _, y in pts))
 
 
 def quad_of(w: float, h: float, cx: float, cy: float, angle: float = 0.0, taper: float = 0.0) -> Quad:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 
-import numpy as np
 from PIL import Image, ImageDraw
 
 from localbench.benchmarks.sopri.images.draw import (
@@ -20,6 +19,7 @@ from localbench.benchmarks.sopri.images.draw import (
     map_rect,
     measure_lines,
     paper_sheet,
+    project,
     quad_of,
     rgb,
     shaded,
@@ -89,8 +89,7 @@ def street_sign(rng: random.Random, lines: list[str], small: bool) -> tuple[Imag
     for i in range(1, 5):
         for j in range(1, 4):
             u0, u1, v0, v1 = i / 5 - 0.07, i / 5 + 0.03, j / 4 - 0.12, j / 4 - 0.02
-            pts = np.array([[u0, v0, 1], [u1, v0, 1], [u1, v1, 1], [u0, v1, 1]], float) @ hm.T
-            d.polygon([(x / z, y / z) for x, y, z in pts], fill=shaded(far, 0.88))
+            d.polygon(project(hm, [(u0, v0), (u1, v0), (u1, v1), (u0, v1)]), fill=shaded(far, 0.88))
     asphalt = rng.choice(("#4a4d52", "#3f4247", "#54565a"))
     sign_w, sign_h = tw + 2 * pad, th + 2 * pad
     floor_h, ground_h = rng.uniform(80, 100) * k, rng.uniform(105, 125) * k
