@@ -1,6 +1,6 @@
 """A real browser for the report and viewer tests: Debian's chromium, driven by Playwright.
 
-Nothing downloads a browser: Playwright is pointed at /usr/bin/chromium, which scripts/install.sh
+Nothing downloads a browser: Playwright is pointed at /usr/bin/chromium, which `scripts/install.sh --test`
 installs. On a developer's machine without it the browser tests skip with what to do; in CI
 ($CI set, as .ci/run sets it) a missing browser is a failure, so they can never silently not run.
 """
@@ -31,7 +31,7 @@ def need_browser() -> str:
     except ImportError:
         path = None
     if path is None:
-        why = "Debian's chromium and playwright are needed (as root: apt-get install chromium; make install)"
+        why = "Debian's chromium and playwright are needed (as root: apt-get install chromium; make install-test)"
         if os.environ.get("CI"):
             pytest.fail(why)
         pytest.skip(why)

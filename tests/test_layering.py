@@ -88,24 +88,41 @@ def test_the_check_sees_function_level_imports(tmp_path, monkeypatch):
 # AgentSocialBench's own names: its metrics, its categories, its privacy levels.
 ASB_NAMES = ("CDLR", "MLR", "CULR", "MPLR", "HALR", "CSLR", "CER", "ACS", "IAS", "TCQ", "Task%", "CD", "MC", "CU",
              "GC", "HS", "CM", "AM", "L0", "L1", "L2")
-_ASB_WORD = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(re.escape(n) for n in ASB_NAMES) + r")(?![A-Za-z0-9_%])")
+def _word(names) -> re.Pattern[str]:
+    return re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+                      + r")(?![A-Za-z0-9_%])")
 
 
-def _asb_mentions(root: Path) -> list[str]:
-    """file:line: name, for every ASB name in a shared module's code, strings and comments."""
+_ASB_WORD = _word(ASB_NAMES)
+
+
+def _asb_mentions(root: Path, word: re.Pattern[str] = _ASB_WORD) -> list[str]:
+    """file:line: name, for every name ``word`` finds (ASB's by default) in a shared module's code,
+    strings and comments."""
     out = []
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root)
         if not path.is_file() or path.suffix not in (".py", ".j2") or (rel.parts[0] == "benchmarks" and len(rel.parts) > 2):
             continue
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            for m in _ASB_WORD.finditer(line):
+            for m in word.finditer(line):
                 out.append(f"{rel}:{n}: {m.group(1)}")
     return out
 
 
 def test_no_shared_module_names_an_asb_metric_category_or_level():
     assert _asb_mentions(PACKAGE) == []
+
+
+def test_no_shared_module_names_any_benchmarks_metric():
+    """Every registered benchmark's metric acronyms (ELR, PES, WLS, ...), not only AgentSocialBench's:
+    a shared layer (compare, the report, a study) reads a design's metrics, it never names them."""
+    from localbench.registry import design_of, registered
+
+    names = {m.name.split(":")[0] for b in registered() for m in design_of(b).metrics}
+    acronyms = {n for n in names if re.fullmatch(r"[A-Z][A-Z0-9%]+", n)}
+    assert {"ELR", "PES", "CDLR"} <= acronyms
+    assert _asb_mentions(PACKAGE, _word(acronyms)) == []
 
 
 def test_the_name_check_finds_a_metric_and_a_category(tmp_path):

@@ -129,7 +129,7 @@ def merged(entries: list[Entry]) -> RunData:
 
 def headline_metric(design: Design) -> str:
     """The one number a benchmark is compared by: its headline metric where every category shares one
-    that is pooled (ELR, PES), else the headline metrics pooled as a leak rate (``LEAK``)."""
+    that is pooled over categories, else the headline metrics pooled as a leak rate (``LEAK``)."""
     metrics = set(design.headline.values())
     if len(metrics) == 1 and next(iter(metrics)) in design.pooled_metrics:
         return next(iter(metrics))
