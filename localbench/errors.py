@@ -71,12 +71,16 @@ def as_user_error(*exc_types: type[BaseException]):
     return deco
 
 
-def field_error(e, prefix: str = "") -> str:
-    """The first error of a pydantic ValidationError as "field 'a.b': message" (one line);
+def field_errors(e, prefix: str = "") -> list[str]:
+    """Every error of a pydantic ValidationError as "field 'a.b': message", one line each;
     ``prefix`` names where the validated part sits ("spec." for spec.yaml's spec section)."""
-    err = e.errors()[0]
-    field = prefix + ".".join(str(x) for x in err["loc"]) or "(top level)"
-    return f"field '{field}': {str(err['msg']).removeprefix('Value error, ')}"
+    return [f"field '{prefix + '.'.join(str(x) for x in err['loc']) or '(top level)'}': "
+            f"{str(err['msg']).removeprefix('Value error, ')}" for err in e.errors()]
+
+
+def field_error(e, prefix: str = "") -> str:
+    """The first of ``field_errors`` (one line)."""
+    return field_errors(e, prefix)[0]
 
 
 def yaml_error(e) -> str:

@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from localbench.errors import UserError
+from localbench.errors import UserError, field_errors
 from localbench.spec import NO_JUDGE, RunSpec, SpecError
-from localbench.study.spec import RUN_FIELDS_NOT_IN_A_STUDY, Study, StudyError, error_lines, read_study
+from localbench.study.spec import RUN_FIELDS_NOT_IN_A_STUDY, Study, StudyError, read_study
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ def plan_runs(study: Study) -> list[PlannedRun]:
                 simulator.check(spec)  # what the simulate stage would refuse (an unknown condition, say)
                 runs.append(PlannedRun(benchmark, model, spec))
             except ValidationError as e:
-                problems += [f"{line} (run {benchmark} × {model})" for line in error_lines(e, f"{where}.")]
+                problems += [f"{line} (run {benchmark} × {model})" for line in field_errors(e, f"{where}.")]
             except (SpecError, ValueError) as e:
                 problems.append(f"field '{where}': {e} (run {benchmark} × {model})")
     if problems:

@@ -32,7 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from localbench.errors import UserError
+from localbench.errors import UserError, field_errors
 
 RUN_FIELDS_NOT_IN_A_STUDY = ("benchmark", "out", "run_id", "models")
 
@@ -84,12 +84,6 @@ class Study(BaseModel):
         return self.benchmarks[benchmark].judge or self.judge
 
 
-def error_lines(e: ValidationError, prefix: str = "") -> list[str]:
-    """Every error of a ValidationError as "field 'a.b': message", one per line."""
-    return [f"field '{prefix}{'.'.join(str(x) for x in err['loc']) or '(top level)'}': "
-            f"{str(err['msg']).removeprefix('Value error, ')}" for err in e.errors()]
-
-
 def read_study(path: str | Path) -> "Study":
     """A study file's own fields, checked (StudyError lists every problem); ``plan.plan_runs`` then
     builds and checks its runs, every problem of every run in one pass."""
@@ -100,4 +94,4 @@ def read_study(path: str | Path) -> "Study":
     try:
         return Study.model_validate({**data, "path": p.resolve()})
     except ValidationError as e:
-        raise StudyError(f"{p}: {len(e.errors())} problem(s):\n" + "\n".join(error_lines(e))) from e
+        raise StudyError(f"{p}: {len(e.errors())} problem(s):\n" + "\n".join(field_errors(e))) from e
