@@ -226,7 +226,8 @@ def headline_table(by_bench: dict[str, list[Entry]], fmt: CellFormat) -> Compare
                 t.marks[(i, j)] = entry.marks(col.metric)
         t.rows.append(Row([label], cells))
     pooled = [f"{es[0].run.design.title}: {LEAK} = each category's headline metric "
-              f"({', '.join(sorted(set(es[0].run.design.headline.values())))}) as a leak rate, pooled over scenarios"
+              f"({', '.join(sorted({es[0].run.design.headline[c] for c in es[0].run.categories() if c in es[0].run.design.headline}))}) "
+              "as a leak rate, pooled over scenarios"
               for es in by_bench.values() if headline_metric(es[0].run.design) == LEAK]
     t.notes.append("Cells: mean with its 95% interval (each benchmark's own: a Wilson interval for a proportion of "
                    "simulations, else a percentile bootstrap over scenarios, seeds averaged first); — = not run. "
@@ -268,7 +269,7 @@ def metrics_table(run: RunData, entries: list[Entry], fmt: CellFormat) -> Compar
     metrics = [m.name for m in run.design.metrics if any(r.metric == m.name and r.category == ALL and not r.group
                                                           for r in run.scores.rows)]
     t = CompareTable(name=f"{run.design.name}_metrics", title=f"{run.design.title}: every metric pooled over "
-                     f"{run.design.category.label.lower()}s, by model and {run.design.condition.label.lower()}",
+                     f"every {run.design.category.label.lower()}, by model and {run.design.condition.label.lower()}",
                      label_headers=["Model", run.design.condition.label],
                      columns=[metric_column(run, m) for m in metrics], fmt=fmt)
     for e in entries:
