@@ -1,8 +1,8 @@
 """SopriBench's data model: a user, their public posts, and the hidden profile the posts leak.
 
 A user has a nickname, a bio, an IP region and posts (title, caption, tags, timestamp, IP region,
-images, metadata). Hidden from every attacker is the profile: 28 attributes (``SLOTS``) in four
-dimensions, each with its value, its contextual sensitivity (1–5) and, for hierarchical attributes
+images, metadata). Hidden from every attacker is the profile: the 28 attributes of the user's
+``taxonomy`` (``taxonomy.py``: the release's, or localbench's own ``SLOTS`` in four dimensions), each with its value, its contextual sensitivity (1–5) and, for hierarchical attributes
 (home: country → province → city → district → compound; age: decade → range; …), the ground-truth path. An attribute the
 posts reveal carries a ``Leak``: how (explicit, implicit, cross-post), how hard (1 single-post
 text, 2 single-post image, 3 single-post mixed, 4 cross-post), which posts support it, through
@@ -15,14 +15,23 @@ sandbox tools read (``gazetteer.csv``, ``documents.jsonl``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-Dimension = Literal["identity", "socioeconomic", "lifestyle", "sensitive"]
-DIMENSIONS: tuple[Dimension, ...] = ("identity", "socioeconomic", "lifestyle", "sensitive")
+from localbench.benchmarks.sopri.taxonomy import (  # noqa: F401 - PLACE, known_slot: re-exported
+    LOCALBENCH,
+    PLACE,
+    Slot,
+    TaxonomyName,
+    known_slot,
+    slot_of,
+    taxonomy,
+)
+
+Dimension = str  # a dimension (localbench) or class (release) of the user's taxonomy
+DIMENSIONS: tuple[str, ...] = ("identity", "socioeconomic", "lifestyle", "sensitive")  # localbench's
 
 LeakType = Literal["explicit", "implicit", "cross-post"]
 LEAK_TYPES: tuple[LeakType, ...] = ("explicit", "implicit", "cross-post")
@@ -30,72 +39,10 @@ LEAK_TYPES: tuple[LeakType, ...] = ("explicit", "implicit", "cross-post")
 DIFFICULTIES: dict[int, str] = {1: "single-post text", 2: "single-post image", 3: "single-post mixed",
                                 4: "cross-post"}
 
-PLACE = ("country", "province", "city", "district")
-
-
-@dataclass(frozen=True)
-class Slot:
-    """One attribute of the hidden profile. ``levels``: its granularity hierarchy, coarse to fine
-    (empty for a flat attribute, which is right or wrong)."""
-
-    name: str
-    dimension: Dimension
-    description: str
-    levels: tuple[str, ...] = ()
-
-    @property
-    def hierarchical(self) -> bool:
-        return bool(self.levels)
-
-    @property
-    def place(self) -> bool:
-        """A place hierarchy (country → …): each level a name a post can carry as written."""
-        return self.levels[:1] == PLACE[:1]
-
-
-SLOT_LIST: tuple[Slot, ...] = (
-    # basic identity
-    Slot("gender", "identity", "gender"),
-    Slot("age", "identity", "age range (e.g. 20s, 25-29)", ("decade", "range")),
-    Slot("birthday", "identity", "birthday (month and day)", ("month", "day")),
-    Slot("nationality", "identity", "nationality"),
-    Slot("hometown", "identity", "where they grew up", PLACE[:3]),
-    Slot("home", "identity", "where they live now", (*PLACE, "compound")),
-    Slot("education", "identity", "highest education (degree and field)"),
-    # socioeconomic status
-    Slot("occupation", "socioeconomic", "job or role (and its sector)", ("sector", "role")),
-    Slot("employer", "socioeconomic", "the organisation they work for"),
-    Slot("workplace", "socioeconomic", "where they work", (*PLACE, "building")),
-    Slot("income", "socioeconomic", "income bracket"),
-    Slot("housing", "socioeconomic", "own or rent, and what kind of home"),
-    Slot("vehicle", "socioeconomic", "the vehicle they drive or own"),
-    Slot("spending", "socioeconomic", "spending level and habits"),
-    # lifestyle
-    Slot("routine", "lifestyle", "a regular routine (what, when)"),
-    Slot("commute", "lifestyle", "how they get to work"),
-    Slot("frequent_place", "lifestyle", "a place they go to regularly", (*PLACE, "venue")),
-    Slot("hobbies", "lifestyle", "hobbies and pastimes"),
-    Slot("diet", "lifestyle", "diet or eating habits"),
-    Slot("pets", "lifestyle", "pets"),
-    Slot("travel", "lifestyle", "where they travel or plan to", PLACE[:3]),
-    # sensitive
-    Slot("health", "sensitive", "a health condition or treatment (and its kind)", ("category", "condition")),
-    Slot("religion", "sensitive", "religion or belief"),
-    Slot("politics", "sensitive", "political views or affiliation"),
-    Slot("sexual_orientation", "sensitive", "sexual orientation"),
-    Slot("relationship", "sensitive", "relationship status or partner"),
-    Slot("family", "sensitive", "children and family situation"),
-    Slot("finances", "sensitive", "debts, loans or financial trouble"),
-)
+SLOT_LIST: tuple[Slot, ...] = LOCALBENCH.slots
+"""localbench's own 28 slots (``taxonomy.LOCALBENCH``); a user's slots are those of its ``taxonomy``."""
 SLOTS: dict[str, Slot] = {s.name: s for s in SLOT_LIST}
-assert len(SLOTS) == 28 and sum(s.hierarchical for s in SLOT_LIST) == 9  # the paper's 9 hierarchical attributes
-
-
-def known_slot(name: str) -> str:
-    """``name`` when it is one of the 28 slots; a validation error naming them all otherwise."""
-    if name not in SLOTS:
-        raise ValueError(f"unknown attribute slot '{name}' (slots: {', '.join(SLOTS)})")
-    return name
+assert sum(s.hierarchical for s in SLOT_LIST) == 9  # localbench's 9 hierarchical attributes
 
 
 class _Strict(BaseModel):
@@ -198,7 +145,7 @@ class Attribute(_Strict):
 
     @model_validator(mode="after")
     def _path_fits(self) -> "Attribute":
-        slot = SLOTS[self.slot]
+        slot = slot_of(self.slot)
         if slot.hierarchical:
             if self.path is None or len(self.path) != len(slot.levels):
                 raise ValueError(f"'{self.slot}' is hierarchical: path needs {len(slot.levels)} entries "
@@ -214,7 +161,7 @@ class Attribute(_Strict):
 
     @property
     def dimension(self) -> Dimension:
-        return SLOTS[self.slot].dimension
+        return slot_of(self.slot).dimension
 
     def answer(self, depth: int | None = None) -> str:
         """The truth as one answer, down to ``depth`` levels: a path finest first ("Xihu, Hangzhou, …"),
@@ -233,6 +180,7 @@ class User(_Strict):
 
     id: str
     cohort: str = "synthetic"  # the category axis: which population the user is drawn from
+    taxonomy: TaxonomyName = "localbench"  # whose 28 slots the profile is labelled with (``taxonomy.py``)
     nickname: str
     bio: str = ""
     ip_region: str = ""
@@ -249,6 +197,11 @@ class User(_Strict):
         slots = [a.slot for a in self.profile]
         if len(set(slots)) != len(slots):
             raise ValueError("each profile slot at most once")
+        tax = taxonomy(self.taxonomy)
+        stray = [s for s in slots if s not in tax]
+        if stray:
+            raise ValueError(f"profile slots {', '.join(stray)} are not of the {tax.name} taxonomy "
+                             f"(the user's 'taxonomy'; its slots: {', '.join(tax.names)})")
         for a in self.profile:
             for p in (a.leak.posts if a.leak else []):
                 if p not in ids:
