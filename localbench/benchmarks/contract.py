@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from localbench.judging.gold import GoldItem
     from localbench.judging.runner import JudgeTask
     from localbench.judging.sanity import JudgeChecks
+    from localbench.judging.sample import Frame
     from localbench.runlog import Judgment, RecordStore, ScenarioScore, Transcript
     from localbench.report.plan import ReportPlan
     from localbench.runtime.harness import Simulator
@@ -108,6 +109,7 @@ class Benchmark:
     judge_optional: ClassVar[bool] = False  # its scores stand with no judge (`--judge none`): the rule-based part
     generator_takes_model: ClassVar[bool] = False  # `data gen --model`: its generator can write with a model
     rubric_folder: ClassVar[str | None] = None  # its rubrics' folder under judges/ (``rubric_files``' default)
+    sampled_judges: ClassVar[tuple[str, ...]] = ()  # judges whose real inputs `judges sample` draws (judge_inputs)
 
     # -- what every benchmark gives ------------------------------------------------------------------
     def check_source(self, source: str) -> DataCheck:
@@ -184,6 +186,14 @@ class Benchmark:
                    variants: int = 1) -> list[GoldItem]:
         """`judges gold build`: gold items for judge evaluations."""
         raise UserError(f"{self.name} builds no gold set")
+
+    def judge_inputs(self, transcript: Transcript, scenario: Any, judgments: list[Judgment]) -> Frame:
+        """`judges sample`: what each item-level call of one simulation showed its judge (rebuilt with the
+        benchmark's own call builder) and the label ``judgments`` (one judge model's) gave each item,
+        for the judges in ``sampled_judges``; the default: none."""
+        from localbench.judging.sample import Frame
+
+        return Frame([])
 
     def planted_judgments(self, transcripts: list[Transcript]) -> list[Judgment]:
         """The construction labels of a planted (synthetic) run's transcripts."""

@@ -155,13 +155,30 @@ def gold_build(
 
 @gold_app.command("import")
 def gold_import(
-    file: Path = typer.Argument(..., help="JSONL of gold items in the documented format"),
+    files: list[Path] = typer.Argument(..., help="JSONL of gold items in the documented format; with --key: the "
+                                                 "labellers' `judges label` files of a `judges sample` file"),
     out: Path = typer.Option(..., "--out", help="validated gold JSONL to write"),
     annotator: Optional[str] = typer.Option(None, help="record this annotator as the source of every label"),
+    key: Optional[Path] = typer.Option(None, "--key", help="the sample's private/key.jsonl (`judges sample`): "
+                                                           "join the labellers' files into real-transcript gold"),
+    adjudicator: Optional[str] = typer.Option(None, "--adjudicator",
+                                              help="with --key: the labeller whose label settles items without a "
+                                                   "majority (default: such items stay unlabelled)"),
+    resamples: int = typer.Option(1000, help="with --key: bootstrap resamples of the agreement intervals"),
 ) -> None:
-    """Validate gold items labelled elsewhere (e.g. by people) and write them as a gold set."""
+    """Validate gold items labelled elsewhere (e.g. by people) and write them as a gold set; with --key,
+    turn labellers' answers on a `judges sample` file into real-transcript gold and report their agreement."""
+    from localbench.errors import UserError
     from localbench.judging.gold import Provenance, read_gold, write_gold
 
+    if key is not None:
+        _transcript_gold(files, key, out, adjudicator, resamples)
+        return
+    if adjudicator:
+        raise UserError("--adjudicator: only with --key (labellers of a `judges sample` file)")
+    if len(files) != 1:
+        raise UserError(f"gold import: one gold file without --key, got {len(files)}")
+    file = files[0]
     items = read_gold(file)
     if annotator:
         items = [it.model_copy(update={"source": Provenance(kind="human", annotator=annotator,
@@ -169,6 +186,51 @@ def gold_import(
                  for it in items]
     write_gold(out, items)
     typer.echo(f"{len(items)} items ({sum(it.label is not None for it in items)} labelled) → {out}")
+
+
+def _transcript_gold(files: list[Path], key: Path, out: Path, adjudicator: Optional[str], resamples: int) -> None:
+    """`gold import --key`: labellers' files + the sample's key → gold, agreement reported (judging.transcript_gold)."""
+    from collections import Counter
+
+    from localbench.errors import UserError
+    from localbench.files import write_atomic, write_lines_atomic
+    from localbench.judging.gold import write_gold
+    from localbench.judging.transcript_gold import (agreement, disagreement_lines, labels_by_labeller, read_key,
+                                                    to_gold)
+
+    lines = read_key(key)
+    by = labels_by_labeller(lines, files)
+    if not by:
+        raise UserError(f"{', '.join(map(str, files))}: no labels")
+    if adjudicator and adjudicator not in by:
+        raise UserError(f"--adjudicator: '{adjudicator}' is not one of the labellers ({', '.join(sorted(by))})")
+    items = to_gold(lines, by, adjudicator)
+    write_gold(out, items)
+    rules = Counter(it.meta["transcript"]["rule"] for it in items)
+    typer.echo(f"{len(items)} real-transcript gold items, {sum(it.label is not None for it in items)} labelled → {out}"
+               f" ({', '.join(f'{v} by {k}' for k, v in sorted(rules.items()))}; {len(lines) - len(items)} of the "
+               f"sample's {len(lines)} items answered by nobody, left out)")
+    for a in sorted(by):
+        typer.echo(f"  {a}: {sum(v is not None for v in by[a].values())} labels")
+    info: dict = {"labellers": sorted(by), "key": str(key), "files": [str(f) for f in files],
+                  "rule": "one labeller: theirs; more: strict majority, else "
+                          + (f"adjudicator {adjudicator}" if adjudicator else "unlabelled"),
+                  "items": len(items), "labelled": sum(it.label is not None for it in items)}
+    if len(by) >= 2:
+        ag = agreement(by, n_resamples=resamples)
+        for line in ag.lines():
+            typer.echo("  " + line)
+        diff = disagreement_lines(by)
+        path = out.with_name(out.name + ".disagreements.jsonl")
+        write_lines_atomic(path, diff)
+        typer.echo(f"  {len(diff)} items labelled differently → {path}")
+        info["agreement"] = {"pairs": ag.pairs, "across": ag.across}
+        info["disagreements"] = len(diff)
+    else:
+        typer.echo("  one labeller: no agreement to report (their labels are the gold)")
+    import json
+
+    write_atomic(out.with_name(out.name + ".agreement.json"), json.dumps(info, indent=1))
 
 
 @gold_app.command("merge")
@@ -264,6 +326,77 @@ def label(
     summary = label_session(gold, annotator, labels, redo_skipped=redo_skipped, order_seed=order_seed)
     if summary.interrupted:
         raise typer.Exit(130)
+
+
+@judges_app.command("sample")
+def sample_cmd(
+    run_dir: Path = typer.Argument(..., help="a finished run directory (runs/<id>)"),
+    n: int = typer.Option(..., "--n", min=1, help="items to draw"),
+    out: Optional[Path] = typer.Option(None, "--out", help="folder to write (default: <run>/sample-<seed>)"),
+    seed: int = typer.Option(0, help="sampling seed (same seed, same sample and order)"),
+    judge: list[str] = typer.Option([], "--judge", help="a benchmark judge to sample (repeatable; default: every "
+                                                        "judge the benchmark can sample)"),
+    labels_of: Optional[str] = typer.Option(None, "--labels-of",
+                                            help="whose labels stratify: the run's own judge (default) or a "
+                                                 "rejudge under runs/<id>/judges/"),
+) -> None:
+    """Draw a stratified sample of the run's real judge inputs (by judge, category, condition and the judge's
+    label) into a blind file for `judges label`, and a private key for `judges gold import --key`."""
+    import hashlib
+
+    from localbench.errors import UserError
+    from localbench.judging.sample import (Frame, SampleInfo, draw, model_names, with_simulation,
+                                           write_sample)
+    from localbench.rejudge import LoadedRun, run_judgments
+    from localbench.runlog import RunDir, by_simulation
+
+    run = LoadedRun.read(run_dir)
+    bm = run.benchmark
+    if not bm.sampled_judges:
+        raise UserError(f"{run_dir}: benchmark '{bm.name}' has no judge whose inputs can be sampled yet")
+    judges = judge or list(bm.sampled_judges)
+    unknown = [j for j in judges if j not in bm.sampled_judges]
+    if unknown:
+        raise UserError(f"--judge: '{unknown[0]}' is not sampled for {bm.name} (sampled: {', '.join(bm.sampled_judges)})")
+    sources = [r for r in run_judgments(run) if r.judge != bm.planted_judge]
+    if labels_of:
+        src = next((r for r in sources if r.judge == labels_of), None)
+    else:
+        src = next((r for r in sources if r.own), sources[0] if len(sources) == 1 else None)
+    if src is None:
+        have = ", ".join(r.judge for r in sources) or "none"
+        raise UserError(f"{run_dir}: no judgments {'of ' + repr(labels_of) if labels_of else 'of the run own judge'} "
+                        f"(judged by: {have}); name one with --labels-of")
+    by_sim = by_simulation(src.records)
+    frame = Frame([])
+    for t in run.transcripts:
+        scenario = run.scenarios.get(t.scenario)
+        if scenario is None:
+            raise UserError(f"{run_dir}: transcript {t.key}: scenario '{t.scenario}' is not in {run.spec.scenarios}")
+        part = bm.judge_inputs(t, scenario, [j for j in by_sim.get(t.key, []) if j.judge in judges])
+        part.inputs = [with_simulation(x, t, src.judge) for x in part.inputs]
+        frame.add(part)
+    if not frame.inputs:
+        raise UserError(f"{run_dir}: no judge inputs of {', '.join(judges)} to sample "
+                        + (f"({'; '.join(f'{v} {k}' for k, v in frame.left_out.items())})" if frame.left_out else ""))
+    chosen, strata = draw(frame.inputs, n, seed)
+    rd = RunDir(run_dir)
+    spec_doc = rd.read_spec() or {}
+    where = out or Path(run_dir) / f"sample-{seed}"
+    info = SampleInfo(run=str(run_dir), run_id=run.spec.resolved_run_id, benchmark=bm.name,
+                      spec_hash=hashlib.sha256(rd.spec_file.read_bytes()).hexdigest()[:16], judge_model=src.judge,
+                      judges=judges, n=n, seed=seed, strata=[], available=len(frame.inputs), left_out=frame.left_out,
+                      scrubbed_names=model_names(spec_doc, run.transcripts, [src.judge]))
+    blind, key = write_sample(where, chosen, strata, info)
+    typer.echo(f"{len(chosen)} of {len(frame.inputs)} judge inputs ({', '.join(judges)}; labels of {src.judge}) "
+               f"in {len(strata)} strata, seed {seed}")
+    for (j, cat, cond, lab), (d, a) in strata.items():
+        typer.echo(f"  {j} {cat} {cond} {lab}: {d} of {a}")
+    for reason, k in frame.left_out.items():
+        typer.echo(f"  left out: {k} calls {reason}")
+    typer.echo(f"blind file for labellers → {blind}\n  (label: localbench judges label {blind} --annotator NAME)")
+    typer.echo(f"private key (do not hand out) → {key}\n  (then: localbench judges gold import LABELS... "
+               f"--key {key} --out gold.jsonl)")
 
 
 @judges_app.command("eval")

@@ -26,7 +26,7 @@ from localbench.files import write_lines_atomic
 
 Level = Literal["none", "partial", "full"]
 LEVELS: tuple[str, ...] = ("none", "partial", "full")
-SourceKind = Literal["construction", "human", "judge", "import"]
+SourceKind = Literal["construction", "human", "judge", "import", "transcript"]  # transcript: `judges sample` + labellers
 MergeRule = Literal["majority", "unanimous"]
 
 

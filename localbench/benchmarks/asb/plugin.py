@@ -19,6 +19,7 @@ class AgentSocialBench(Benchmark):
     leakage_judges = ("privacy", "privacy_pairs")
     planted_judge = PLANTED
     rubric_folder = "asb"
+    sampled_judges = ("privacy",)  # `judges sample` (judge_inputs.py); the pair, abstraction and task judges not yet
 
     check_source = delegate(f"{HERE}.check:check_source")
     simulator = delegate(f"{HERE}.simulate:AsbSimulator")
@@ -31,6 +32,7 @@ class AgentSocialBench(Benchmark):
     build_gold = delegate(f"{HERE}.gold_pairs:build_gold")
     planted_judgments = delegate(f"{HERE}.planting:planted_judgments")
     write_planted_run = delegate(f"{HERE}.planting:write_planted_run")
+    judge_inputs = delegate(f"{HERE}.judge_inputs:judge_inputs")
     preflight_outputs = delegate(f"{HERE}.preflight:preflight_outputs")
 
     def load_scenarios(self, source: str, categories: Iterable[str] | str | None = None,

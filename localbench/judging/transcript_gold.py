@@ -1,0 +1,184 @@
+"""Gold from a run's real transcripts: labellers' answers on a `judges sample` file joined into gold.
+
+`localbench judges sample` wrote a blind file and a private key (``judging.sample``); each labeller
+labelled the blind file with `localbench judges label`, which names items only by opaque numbers.
+Here the key turns the numbers back into items (``opaque_number`` of each key id), and each item
+gets its gold label by one stated rule:
+
+- one labeller: their label;
+- two or more: the strict majority of those who answered; where there is none, the adjudicator's
+  label when one is named (``adjudicator``: one of the labellers, who settles ties), else the item
+  is left unlabelled and listed as a disagreement (never guessed).
+
+Every item that labellers answered differently is listed. The labellers' agreement is reported with
+bootstrap intervals: Cohen's κ for each pair, Krippendorff's α (ordinal, nominal) and Gwet's AC1
+across all of them (``judging.agreement``). The gold items carry ``source.kind = "transcript"`` and
+their provenance (run, spec hash, judge, judge model, target, sample seed) in ``meta.transcript``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from localbench.judging.gold import (GoldError, GoldItem, GoldMessage, GoldPrivateItem, Provenance, _jsonl,
+                                     consensus, disagreements, opaque_number, read_labels)
+
+REAL_TRANSCRIPT = "real-transcript gold"
+CONSTRUCTED = "constructed gold"
+
+
+def gold_origin(items: Iterable[GoldItem]) -> str:
+    """What a gold set's labels are about, in the words the eval report uses."""
+    kinds = {it.source.kind for it in items}
+    if kinds == {"transcript"}:
+        return REAL_TRANSCRIPT
+    if "transcript" in kinds:
+        return f"{REAL_TRANSCRIPT} mixed with other gold ({', '.join(sorted(kinds - {'transcript'}))})"
+    if kinds <= {"construction"}:
+        return CONSTRUCTED
+    return ", ".join(sorted(kinds)) + " gold"
+
+
+@dataclass
+class KeyLine:
+    """One line of a sample's private key (``judging.sample.write_sample``)."""
+
+    id: str
+    data: dict[str, Any]
+
+
+def read_key(path: str | Path) -> list[KeyLine]:
+    """A sample's private key, validated enough to join on: each line has an id, the item and its messages."""
+    p = Path(path)
+    out: list[KeyLine] = []
+    seen: set[str] = set()
+    for n, d in _jsonl(p):
+        for f in ("id", "messages", "item", "judge", "run_id"):
+            if f not in d:
+                raise GoldError(f"{p}:{n}: field '{f}': missing (is this the private/key.jsonl of `judges sample`?)")
+        if d["id"] in seen:
+            raise GoldError(f"{p}:{n}: field 'id': duplicate id '{d['id']}'")
+        seen.add(d["id"])
+        out.append(KeyLine(d["id"], d))
+    if not out:
+        raise GoldError(f"{p}: an empty key")
+    return out
+
+
+def labels_by_labeller(key: Sequence[KeyLine], files: Sequence[str | Path]) -> dict[str, dict[str, str | None]]:
+    """{labeller: {key id: label}} from `judges label` files of the sample; a number that is no item of
+    the key, a file with two labellers or a labeller in two files is an error naming the file."""
+    by_num = {opaque_number(k.id): k.id for k in key}
+    if len(by_num) != len(key):
+        raise GoldError("two items of the key share an opaque number")
+    out: dict[str, dict[str, str | None]] = {}
+    for f in files:
+        recs = read_labels(f)
+        names = {r.annotator for r in recs}
+        if len(names) > 1:
+            raise GoldError(f"{f}: one label file per labeller, found {', '.join(sorted(names))}")
+        if not names:
+            continue
+        name = names.pop()
+        if name in out:
+            raise GoldError(f"{f}: labeller '{name}' appears in two label files")
+        labels: dict[str, str | None] = {}
+        for r in recs:
+            num = r.shown_as or r.item_id
+            if num not in by_num:
+                raise GoldError(f"{f}: shown_as '{num}' is not the number of any item of this sample's key")
+            if not r.skipped:
+                labels[by_num[num]] = r.label
+        out[name] = labels
+    return out
+
+
+@dataclass
+class Agreement:
+    """The labellers' agreement, for the import's report."""
+
+    labellers: list[str]
+    pairs: list[dict[str, Any]] = field(default_factory=list)  # Cohen's κ per pair, with interval
+    across: dict[str, Any] | None = None  # Krippendorff's α and Gwet's AC1 (three or more... or two)
+
+    def lines(self) -> list[str]:
+        out = []
+        for p in self.pairs:
+            out.append(f"Cohen's κ({p['a']}, {p['b']}) = {p['kappa']:.2f} [{p['low']:.2f}, {p['high']:.2f}] "
+                       f"on {p['n']} items (binary leak decision: {p['binary_kappa']:.2f} "
+                       f"[{p['binary_low']:.2f}, {p['binary_high']:.2f}])")
+        if self.across:
+            a = self.across
+            out.append(f"Krippendorff's α (ordinal) = {a['alpha_ordinal'][0]:.2f} [{a['alpha_ordinal'][1]:.2f}, "
+                       f"{a['alpha_ordinal'][2]:.2f}], α (nominal) = {a['alpha_nominal'][0]:.2f} "
+                       f"[{a['alpha_nominal'][1]:.2f}, {a['alpha_nominal'][2]:.2f}]; Gwet's AC1 = {a['ac1'][0]:.2f} "
+                       f"[{a['ac1'][1]:.2f}, {a['ac1'][2]:.2f}] ({len(self.labellers)} labellers)")
+        return out
+
+
+def agreement(by: Mapping[str, Mapping[str, str | None]], n_resamples: int = 1000, seed: int = 0) -> Agreement:
+    """Cohen's κ per pair of labellers, and α / AC1 across them, each with a bootstrap interval."""
+    from localbench.judging.agreement import agreement_across_judges, cohen_kappa
+
+    names = sorted(by)
+    out = Agreement(names)
+    for a, b in itertools.combinations(names, 2):
+        k = cohen_kappa(by[a], by[b], n_resamples=n_resamples, seed=seed)
+        kb = cohen_kappa(by[a], by[b], binary=True, n_resamples=n_resamples, seed=seed)
+        out.pairs.append({"a": a, "b": b, "kappa": k.estimate, "low": k.low, "high": k.high, "n": k.n,
+                          "binary_kappa": kb.estimate, "binary_low": kb.low, "binary_high": kb.high})
+    if len(names) >= 2:
+        ag = agreement_across_judges(by, n_resamples=n_resamples, seed=seed)
+        out.across = {name: (ci.estimate, ci.low, ci.high) for name, ci in
+                      (("alpha_ordinal", ag.alpha_ordinal), ("alpha_nominal", ag.alpha_nominal), ("ac1", ag.ac1))}
+    return out
+
+
+def gold_label(labels: Mapping[str, str | None], adjudicator: str | None = None) -> tuple[str | None, str]:
+    """(label, how it was decided) for one item by the module's rule."""
+    given = {a: v for a, v in labels.items() if v is not None}
+    if not given:
+        return None, "no labeller answered"
+    if len(given) == 1:
+        return next(iter(given.values())), "one labeller"
+    top = consensus(list(given.values()), "majority")
+    if top is not None:
+        return top, "majority"
+    if adjudicator and given.get(adjudicator) is not None:
+        return given[adjudicator], f"adjudicated by {adjudicator}"
+    return None, "no majority"
+
+
+def to_gold(key: Sequence[KeyLine], by: Mapping[str, Mapping[str, str | None]],
+            adjudicator: str | None = None) -> list[GoldItem]:
+    """Gold items of the key's items that any labeller answered, labelled by the rule, with provenance."""
+    out = []
+    names = sorted(by)
+    for k in key:
+        ann = {a: by[a][k.id] for a in names if k.id in by[a]}
+        if not ann:
+            continue
+        label, how = gold_label(ann, adjudicator)
+        d = k.data
+        out.append(GoldItem(
+            id=d.get("gold_id") or k.id, messages=[GoldMessage.model_validate(m) for m in d["messages"]],
+            item=GoldPrivateItem.model_validate(d["item"]), label=label, annotations=ann,  # type: ignore[arg-type]
+            source=Provenance(kind="transcript", seed=d.get("sample_seed"), judge=d.get("judge_model"),
+                              annotator=f"{how} of {', '.join(sorted(ann))}",
+                              note=f"drawn by `judges sample` from run {d['run_id']}"),
+            scenario=d.get("scenario") or None, category=d.get("category") or None,
+            meta={**(d.get("meta") or {}), "transcript": {
+                f: d.get(f) for f in ("run", "run_id", "benchmark", "spec_hash", "sim_key", "condition", "model",
+                                      "judge", "judge_model", "target", "unit", "judge_label", "sample_seed")}
+                | {"sample_id": k.id, "rule": how}}))
+    return out
+
+
+def disagreement_lines(by: Mapping[str, Mapping[str, str | None]]) -> list[str]:
+    """One JSON line per item the labellers answered differently (its key id, its number, the labels)."""
+    return [json.dumps({"id": i, "shown_as": opaque_number(i), "labels": lv}) for i, lv in disagreements(by)]
