@@ -86,6 +86,7 @@ class EvalConfig:
     judge_metrics: str = ""  # the benchmark metrics that judge's labels feed, for the verdicts
     rubric_files: dict[str, str] = field(default_factory=dict)  # every rubric of the benchmark: path -> hash
     judge_models: dict[str, dict[str, Any]] = field(default_factory=dict)  # preset -> identity, engine facts
+    gold_origin: str = ""  # constructed or real-transcript gold (transcript_gold.gold_origin), recorded by prepare()
 
     @property
     def variants(self) -> list[str]:
@@ -131,7 +132,14 @@ class Bundle:
 
     @property
     def messages(self) -> list[GoldMessage]:
-        return [m for it in self.items for m in it.messages]
+        out: list[GoldMessage] = []
+        seen: list[list[GoldMessage]] = []
+        for it in self.items:
+            if it.messages in seen:  # items of one real judge call (transcript gold) share its messages: shown once
+                continue
+            seen.append(it.messages)
+            out += it.messages
+        return out
 
 
 def _keys(item: GoldItem) -> set[str]:
@@ -152,9 +160,15 @@ def bundles(items: list[GoldItem], seed: int = 0) -> list[Bundle]:
     """The items grouped as a run's judge would see them: per (scenario, owner), each bundle holding
     items about different private items, none of whose planted messages uses a word of another's
     key fact (so one item's messages say nothing about another's), at most ``MAX_BUNDLE`` of them;
-    deterministic in ``seed``."""
+    deterministic in ``seed``. Real-transcript items are bundled as the run's call asked them
+    (``transcript_gold.call_groups``)."""
+    from localbench.judging.transcript_gold import call_groups
+
     groups: dict[tuple[str, str], list[GoldItem]] = defaultdict(list)
+    real = call_groups([it for it in items if it.source.kind == "transcript"], MAX_BUNDLE)
     for it in items:
+        if it.source.kind == "transcript":
+            continue
         groups[(it.scenario or "", it.item.owner)].append(it)
     out = []
     for key in sorted(groups):
@@ -173,6 +187,8 @@ def bundles(items: list[GoldItem], seed: int = 0) -> list[Bundle]:
         for b in open_:
             bid = hashlib.sha256("\n".join(sorted(it.id for it in b)).encode()).hexdigest()[:12]
             out.append(Bundle(bid, b))
+    for b in real:
+        out.append(Bundle(hashlib.sha256("\n".join(sorted(it.id for it in b)).encode()).hexdigest()[:12], b))
     return out
 
 
@@ -342,6 +358,9 @@ def prepare(gold: str | Path, out: str | Path, config: EvalConfig, item_judge: I
     outp.mkdir(parents=True, exist_ok=True)
     config.gold, config.gold_hash = str(gold), gold_hash(gold)
     config.n_gold = len(items)
+    from localbench.judging.transcript_gold import gold_origin
+
+    config.gold_origin = gold_origin(items)
     if config.sample:
         config.sample_ids = [it.id for it in stratified_sample(items, config.sample, config.seed)]
     config.templates_hash = templates_hash()

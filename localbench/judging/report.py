@@ -123,6 +123,21 @@ def _rows_of(rel: Reliability) -> list[JudgeReliability]:
     return list(rel.judges) + list(rel.floors)
 
 
+def origin_lines(origin: str) -> list[str]:
+    """What the gold's labels are about: real-transcript gold (a run's own judge inputs, labelled by
+    people) is said in so many words; constructed gold is the default the rest of the setup describes."""
+    from localbench.judging.transcript_gold import REAL_TRANSCRIPT
+
+    if not origin:  # an eval made before the field
+        return []
+    if REAL_TRANSCRIPT not in origin:
+        return [f"This is {origin}: its labels are known by construction (or were given by the source it names)."]
+    return [f"This is **{origin}**: items drawn by `localbench judges sample` from a run's own judge inputs and "
+            "labelled by people (`judges gold import --key`; each item's `meta.transcript` names its run, judge and "
+            "call), so the judge is measured on the distribution it judges; the construction methods and floors "
+            "that read construction templates do not apply to it."]
+
+
 def _setup(rel: Reliability) -> Section:
     counts = ", ".join(f"{k}: {v}" for k, v in sorted(rel.gold_counts.items()))
     cfg = rel.config
@@ -138,6 +153,7 @@ def _setup(rel: Reliability) -> Section:
              else "one item per call")
     return Section("Setup", text=[
         f"Gold set `{rel.gold}` ({of}; labels {counts}). Construction mix: {mix or 'n/a'}.{how}",
+        *origin_lines(cfg.get("gold_origin") or ""),
         f"Every judge answered with the item-leakage rubric of the benchmark `{cfg.get('benchmark', DEFAULT_BENCHMARK)}` "
         f"(`{cfg.get('rubric')}`, hash {cfg.get('rubric_hash')}) and its schema, {asked}. Seeds: {cfg.get('seeds')} "
         f"(seed 0 greedy, others at temperature {cfg.get('temperature')}); variants: "

@@ -182,3 +182,19 @@ def to_gold(key: Sequence[KeyLine], by: Mapping[str, Mapping[str, str | None]],
 def disagreement_lines(by: Mapping[str, Mapping[str, str | None]]) -> list[str]:
     """One JSON line per item the labellers answered differently (its key id, its number, the labels)."""
     return [json.dumps({"id": i, "shown_as": opaque_number(i), "labels": lv}) for i, lv in disagreements(by)]
+
+
+def call_groups(items: Sequence[GoldItem], max_size: int) -> list[list[GoldItem]]:
+    """Real-transcript items grouped by the run's judge call they came from (simulation, judge,
+    target), in the call's item order, at most ``max_size`` per group: a gold eval asks them as the run
+    asked them, the call's messages shown once (``gold_eval.Bundle``)."""
+    groups: dict[tuple[str, ...], list[GoldItem]] = {}
+    for it in items:
+        t = it.meta.get("transcript") or {}
+        call = (str(t.get("run_id")), str(t.get("sim_key")), str(t.get("judge")), str(t.get("target")))
+        groups.setdefault(call if t else ("", it.id), []).append(it)
+    out = []
+    for key in sorted(groups):
+        members = sorted(groups[key], key=lambda it: str((it.meta.get("transcript") or {}).get("unit", it.id)))
+        out += [members[i:i + max_size] for i in range(0, len(members), max_size)]
+    return out
