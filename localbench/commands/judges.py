@@ -78,31 +78,67 @@ def gold_build(
                                          help="write a set that fails the checks anyway (to study a method, never "
                                               "to rank judges); the failure is written into every item's "
                                               "meta.build.weak_gold"),
+    judge: Optional[str] = typer.Option(None, "--judge",
+                                        help="one benchmark judge, by its name in judgments.jsonl (asb: privacy, "
+                                             "privacy_pairs, abstraction, task; agentleak: leak, task; sopri: "
+                                             "granularity); default: every judge behind a headline metric, the "
+                                             "item judge's set at OUT and each other's at OUT.<judge>.jsonl "
+                                             "(--methods: the item judge only)"),
 ) -> None:
     """Gold items labelled by construction: minimal pairs (each leak beside a twin in the same words),
     checked for balanced surface cues and a cheater bank below κ 0.4; a failing set is not written
-    (unless --allow-weak-gold, which marks it in its metadata)."""
-    from collections import Counter
-
+    (unless --allow-weak-gold, which marks it in its metadata). One set per benchmark judge."""
     from localbench.registry import get_benchmark
     from localbench.errors import UserError
-    from localbench.judging.construct import METHODS, construction_mix, rewrite, stamp_build
-    from localbench.judging.gold import write_gold
+    from localbench.judging.judge_gold import item_judge_name, select
 
     bm = get_benchmark(benchmark)
     asked = _csv(methods) if methods else None
+    chosen = select(bm, judge if judge or not asked else item_judge_name(bm))
     try:
         scenarios = bm.load_scenarios(source, categories, limit)
-        items = bm.build_gold(scenarios.values(), seed=seed, methods=asked, variants=variants)
     except ValueError as e:
         raise UserError(str(e)) from e
+    refused = []
+    for name, gj in chosen.items():
+        path = out if (judge or gj.item_judge) else out.with_name(f"{out.stem}.{name}{out.suffix or '.jsonl'}")
+        if len(chosen) > 1:
+            typer.echo(f"== {name} judge ({gj.metrics}) → {path}")
+        try:
+            items = gj.build(scenarios.values(), seed=seed, methods=asked, variants=variants)
+        except ValueError as e:
+            raise UserError(str(e)) from e
+        if not items and not gj.item_judge and len(chosen) > 1:
+            typer.echo(f"{name}: these scenarios give it no gold item (nothing written)")
+            continue
+        try:
+            _build_one(items, path, scenarios, source, seed, asked, variants, rewrite_with, engine, benchmark,
+                       allow_weak_gold, name if not gj.item_judge else None)
+        except UserError as e:
+            if len(chosen) == 1:
+                raise
+            typer.echo(f"error: {e}", err=True)
+            refused.append(name)
+    if refused:
+        raise UserError(f"{out}: not written for {', '.join(refused)} (see above); the other judges' sets were")
+
+
+def _build_one(items, out: Path, scenarios, source: str, seed: int, asked, variants: int, rewrite_with, engine: str,
+               benchmark: str, allow_weak_gold: bool, judge: Optional[str]) -> None:
+    """Check and write one judge's gold set (the item judge's: ``judge`` None)."""
+    from collections import Counter
+
+    from localbench.errors import UserError
+    from localbench.judging.construct import METHODS, construction_mix, rewrite, stamp_build
+    from localbench.judging.gold import label_space, write_gold
+
     if not items:
         raise UserError(f"{source}: no private item could be planted (no scenarios or no items)")
     from localbench.judging.pairs import is_pair_gold
 
     kinds = sorted({it.meta["leak_type"] for it in items if "leak_type" in it.meta})
     info: dict = {"seed": seed, "methods": asked or (kinds if is_pair_gold(items) else list(METHODS)), "variants": variants, "source": source,
-                  "benchmark": benchmark}
+                  "benchmark": benchmark, **({"judge": judge} if judge else {})}
     if rewrite_with:
         from localbench.serving.client import StructuredClient
         from localbench.serving.engines import open_backend
@@ -148,8 +184,8 @@ def gold_build(
     items = stamp_build(items, info)
     write_gold(out, items)
     counts = Counter(it.label for it in items)
-    typer.echo(f"{len(items)} gold items from {len(scenarios)} scenarios → {out} "
-               f"(none {counts['none']}, partial {counts['partial']}, full {counts['full']})")
+    typer.echo(f"{len(items)} gold items from {len(scenarios)} scenarios → {out} ("
+               + ", ".join(f"{lv} {counts[lv]}" for lv in label_space(judge).labels) + ")")
     typer.echo("mix: " + ", ".join(f"{m} {n}" for m, n in construction_mix(items).items()) + f"; seed {seed}")
 
 

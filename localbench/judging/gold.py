@@ -19,7 +19,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from localbench.errors import UserError
 from localbench.files import write_lines_atomic
@@ -28,6 +30,40 @@ Level = Literal["none", "partial", "full"]
 LEVELS: tuple[str, ...] = ("none", "partial", "full")
 SourceKind = Literal["construction", "human", "judge", "import", "transcript"]  # transcript: `judges sample` + labellers
 MergeRule = Literal["majority", "unanimous"]
+
+
+@dataclass(frozen=True)
+class LabelSpace:
+    """The labels one benchmark judge gives, and how they read as leak levels.
+
+    ``ordinal`` maps each label to none / partial / full (the three-level view the agreement and
+    reliability code reads); its binary decision (partial or full against none) is the one the
+    judge's headline metric counts, described in ``positive`` (e.g. "raw disclosure", "completed").
+    """
+
+    labels: tuple[str, ...]
+    ordinal: dict[str, str]
+    positive: str = "a leak (partial or full)"
+
+    def level(self, label: str | None) -> str | None:
+        return None if label is None else self.ordinal[label]
+
+
+LEVEL_SPACE = LabelSpace(LEVELS, {lv: lv for lv in LEVELS})
+# The benchmark judges' label spaces, by judge name as in a run's judgments.jsonl; a judge not named
+# here (and an item without a judge: the benchmark's item judge) labels none / partial / full.
+JUDGE_SPACES: dict[str, LabelSpace] = {
+    # IAS: 0 states the information, 0.5 softens it, 1 abstracts it, n/a does not touch it
+    "abstraction": LabelSpace(("0", "0.5", "1", "n/a"), {"0": "full", "0.5": "partial", "1": "none", "n/a": "none"},
+                              "raw disclosure (score 0 or 0.5) against an abstraction (1) or no mention (n/a)"),
+    # task judges: completed (ASB's task_completed; AgentLeak: every criterion met) or not
+    "task": LabelSpace(("no", "yes"), {"no": "none", "yes": "full"}, "task completed"),
+}
+
+
+def label_space(judge: str | None) -> LabelSpace:
+    """The label space of a benchmark judge (``GoldItem.judge``); none / partial / full by default."""
+    return JUDGE_SPACES.get(judge or "", LEVEL_SPACE)
 
 
 class GoldError(UserError, ValueError):
@@ -74,19 +110,36 @@ class GoldItem(_Strict):
 
     ``label`` None means unlabelled (items waiting for annotators, or a reference judge that
     failed). ``planted`` lists the indices of messages that carry the item (construction only).
-    ``annotations`` holds each annotator's label after a merge.
+    ``annotations`` holds each annotator's label after a merge. ``judge`` names the benchmark judge
+    whose question the item asks (as in a run's judgments.jsonl: privacy_pairs, abstraction, task
+    ...); None is the benchmark's item judge. Labels are in that judge's space (``label_space``).
     """
 
     id: str
     messages: list[GoldMessage] = Field(min_length=1)
     item: GoldPrivateItem
-    label: Level | None = None
+    label: str | None = None
     source: Provenance
     planted: list[int] = Field(default_factory=list)
-    annotations: dict[str, Level | None] = Field(default_factory=dict)
+    annotations: dict[str, str | None] = Field(default_factory=dict)
     scenario: str | None = None
     category: str | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
+    judge: str | None = None
+
+    @model_validator(mode="after")
+    def _labels_in_space(self) -> "GoldItem":
+        space = label_space(self.judge)
+        for where, lv in (("label", self.label), *((f"annotations.{a}", v) for a, v in self.annotations.items())):
+            if lv is not None and lv not in space.labels:
+                raise ValueError(f"{where}: '{lv}' is not a label of the {self.judge or 'item'} judge "
+                                 f"(expected one of {', '.join(space.labels)})")
+        return self
+
+    @property
+    def level(self) -> str | None:
+        """The label as a leak level (none / partial / full; ``LabelSpace.ordinal``)."""
+        return label_space(self.judge).level(self.label)
 
     def as_judge_messages(self) -> list[dict[str, Any]]:
         return [m.model_dump() for m in self.messages]
@@ -128,8 +181,11 @@ def opaque_number(item_id: str) -> str:
 
 def _field_of(err: ValidationError) -> str:
     e = err.errors()[0]
-    loc = ".".join(str(x) for x in e["loc"]) or "(record)"
-    return f"field '{loc}': {e['msg']}"
+    loc = ".".join(str(x) for x in e["loc"])
+    msg = str(e["msg"]).removeprefix("Value error, ")
+    if not loc and ": " in msg:  # a check across fields names its field first (``GoldItem._labels_in_space``)
+        loc, msg = msg.split(": ", 1)
+    return f"field '{loc or '(record)'}': {msg}"
 
 
 def _jsonl(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
@@ -174,8 +230,15 @@ def read_gold(path: str | Path) -> list[GoldItem]:
 
 def write_gold(path: str | Path, items: Sequence[GoldItem]) -> Path:
     """Write a gold set atomically (temp file, fsync, rename): a crash never leaves half a file."""
-    return write_lines_atomic(path, (json.dumps(it.model_dump(mode="json", exclude_defaults=False), ensure_ascii=False)
-                                     for it in items))
+    return write_lines_atomic(path, (json.dumps(_dump(it), ensure_ascii=False) for it in items))
+
+
+def _dump(item: GoldItem) -> dict[str, Any]:
+    """An item's line; ``judge`` only when set, so an item judge's file reads as before the field."""
+    out = item.model_dump(mode="json", exclude_defaults=False)
+    if out.get("judge") is None:
+        out.pop("judge", None)
+    return out
 
 
 def read_labels(path: str | Path) -> list[LabelRecord]:

@@ -43,8 +43,16 @@ def hard_share(items: Sequence[GoldItem]) -> float | None:
     return sum(it.meta["leak_type"] != "verbatim" for it in leaks) / len(leaks)
 
 
+def leak_view(items: Sequence[GoldItem]) -> list[GoldItem]:
+    """Items labelled in their judge's leak-level view (``GoldItem.level``): the cues and cheaters
+    read partial or full against none, which for an abstraction judge is raw disclosure against
+    abstraction, for a task judge completed against not (``gold.LabelSpace``)."""
+    return [it if it.judge is None or it.label == it.level else it.model_copy(update={"label": it.level})
+            for it in items]
+
+
 def check_gold(items: Sequence[GoldItem]) -> GoldCheck:
-    items = list(items)
+    items = leak_view(items)
     cues, scores, share = cue_rates(items), cheater_scores(items), hard_share(items)
     problems = [f"the {s.cheater} cheater reaches κ {s.kappa:.2f} ≥ {CHEATER_MAX} ({s.scope}, {s.n} items)"
                 for s in failing(scores)]

@@ -52,11 +52,15 @@ def task_call(s: Scenario, t: Transcript) -> JudgeCall | None:
     With no final answer the call shows nothing (``n_messages == 0``): ``no_answer_label`` it."""
     if not s.success.criteria:
         return None
-    answer = (t.payload.get("final") or "").strip()
-    keys = {f"criterion_{k + 1}": str(k) for k in range(len(s.success.criteria))}
-    ctx = {"task": s.task, "answer": answer or "(no answer)",
-           "tools": ", ".join(t.payload.get("tools_called") or []) or "none",
-           "criteria": [{"key": k, "text": c} for k, c in zip(keys, s.success.criteria)]}
+    return criteria_call(s.task, s.success.criteria, (t.payload.get("final") or "").strip(),
+                         t.payload.get("tools_called") or [])
+
+
+def criteria_call(task: str, criteria: list[str], answer: str, tools: list[str]) -> JudgeCall:
+    """The task judge's call from its parts (a run's ``task_call``; the gold lab's items)."""
+    keys = {f"criterion_{k + 1}": str(k) for k in range(len(criteria))}
+    ctx = {"task": task, "answer": answer or "(no answer)", "tools": ", ".join(tools) or "none",
+           "criteria": [{"key": k, "text": c} for k, c in zip(keys, criteria)]}
     messages = [{"role": "system", "content": render(SYSTEM)}, {"role": "user", "content": render(RUBRIC, **ctx)}]
     return JudgeCall(TASK_JUDGE, "task", RUBRIC, messages, verdict_model(len(keys)).model_json_schema(),
                      keymap=keys, n_messages=int(bool(answer)), shown=answer)

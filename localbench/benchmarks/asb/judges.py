@@ -161,14 +161,29 @@ def privacy_pair_calls(scenario: Scenario, messages: list[dict[str, Any]], fits:
         schema = _obj(props)
 
         def build(chunk, owner=owner, items=items, keys=keys, rkeys=rkeys, schema=schema):
-            ctx = {"owner_name": _display(scenario, owner), "transcript": render_transcript(scenario, chunk),
-                   "items": [{"key": k, "text": it.text, "recipients": [f"{r} ({_display(scenario, p)})" for r, p in rkeys[k].items()]}
-                             for k, it in zip(keys, items)]}
-            return JudgeCall("privacy_pairs", owner, "asb/privacy_pairs.j2", _chat("asb/privacy_pairs.j2", **ctx),
-                             schema, keymap={"items": dict(keys), "recipients": rkeys})
+            return privacy_pairs_call(_display(scenario, owner), render_transcript(scenario, chunk),
+                                      [(k, it.text, [(r, _display(scenario, p)) for r, p in rkeys[k].items()])
+                                       for k, it in zip(keys, items)],
+                                      schema, {"items": dict(keys), "recipients": rkeys}, owner)
 
         calls += _number_chunks(_chunks(agent_msgs, build, fits))
     return calls
+
+
+def privacy_pairs_call(owner_name: str, transcript: str, items: list[tuple[str, str, list[tuple[str, str]]]],
+                       schema: dict[str, Any], keymap: dict[str, Any], target: str) -> JudgeCall:
+    """The pair rubric's call from its parts: (item key, text, [(recipient key, display name)]) per
+    item. A run builds it from a Scenario; the judge-reliability lab from gold items (the same rubric)."""
+    ctx = {"owner_name": owner_name, "transcript": transcript,
+           "items": [{"key": k, "text": text, "recipients": [f"{r} ({name})" for r, name in people]}
+                     for k, text, people in items]}
+    return JudgeCall("privacy_pairs", target, "asb/privacy_pairs.j2", _chat("asb/privacy_pairs.j2", **ctx),
+                     schema, keymap=keymap)
+
+
+def privacy_pairs_schema(items: dict[str, list[str]]) -> dict[str, Any]:
+    """The pair rubric's schema: per item key, evidence and a level per recipient key."""
+    return _obj({k: _obj({"evidence": _evidence(), **{r: {"enum": LEVELS} for r in rks}}) for k, rks in items.items()})
 
 
 def _person_key(scenario: Scenario, pid: str) -> str:
@@ -191,14 +206,32 @@ def abstraction_calls(scenario: Scenario, messages: list[dict[str, Any]], fits: 
 
         def build(chunk):
             keys = [f"m_{m.get('index', i)}" for i, m in enumerate(chunk)]
-            schema = _obj({k: {"enum": list(IAS_SCORES)} for k in keys})
-            ctx = {"items": scenario.items, "transcript": render_transcript(scenario, chunk, keys)}
-            return JudgeCall("abstraction", f"msgs{start}", "asb/abstraction.j2",
-                             _chat("asb/abstraction.j2", **ctx), schema,
-                             keymap={k: m.get("index", i) for k, (i, m) in zip(keys, enumerate(chunk))})
+            return abstraction_call([it.text for it in scenario.items], render_transcript(scenario, chunk, keys),
+                                    {k: m.get("index", i) for k, (i, m) in zip(keys, enumerate(chunk))},
+                                    f"msgs{start}")
 
         calls += _number_chunks(_chunks(group, build, fits))  # msgs{start}#k: each part its own key
     return calls
+
+
+def abstraction_call(items: list[str], transcript: str, keymap: dict[str, Any], target: str) -> JudgeCall:
+    """The abstraction judge's call from its parts: the sensitive items' texts and a transcript whose
+    messages are keyed by ``keymap``'s keys (one score each)."""
+    schema = _obj({k: {"enum": list(IAS_SCORES)} for k in keymap})
+    ctx = {"items": [{"text": t} for t in items], "transcript": transcript}
+    return JudgeCall("abstraction", target, "asb/abstraction.j2", _chat("asb/abstraction.j2", **ctx), schema,
+                     keymap=dict(keymap))
+
+
+TASK_SCHEMA = {"type": "object", "properties": {"justification": {"type": "string", "maxLength": 200},
+                                                "task_completed": {"type": "boolean"},
+                                                "quality": {"enum": list(TCQ_LEVELS)}},
+               "required": ["justification", "task_completed", "quality"], "additionalProperties": False}
+
+
+def task_messages(task: str, success: str, transcript: str) -> list[dict[str, str]]:
+    """The task judge's prompt from its parts (a run's ``task_call`` and the gold lab's)."""
+    return _chat("asb/task.j2", task=task, success=success, transcript=transcript)
 
 
 def task_call(scenario: Scenario, messages: list[dict[str, Any]], fits: Fits) -> JudgeCall:
@@ -209,13 +242,11 @@ def task_call(scenario: Scenario, messages: list[dict[str, Any]], fits: Fits) ->
     message does not fit, the call keeps it, and the runner records the call as a failed judgment
     without sending it.
     """
-    schema = _obj({"justification": {"type": "string", "maxLength": 200}, "task_completed": {"type": "boolean"},
-                   "quality": {"enum": list(TCQ_LEVELS)}})
+    schema = TASK_SCHEMA
     kept = list(messages)
     while True:
-        ctx = {"task": scenario.task, "success": scenario.success_criteria.task_completed,
-               "transcript": render_transcript(scenario, kept)}
-        msgs = _chat("asb/task.j2", **ctx)
+        msgs = task_messages(scenario.task, scenario.success_criteria.task_completed,
+                             render_transcript(scenario, kept))
         if fits(msgs) or len(kept) <= 1:  # never down to no messages (see above)
             return JudgeCall("task", "all", "asb/task.j2", msgs, schema, truncated=len(messages) - len(kept),
                              n_messages=len(kept))
