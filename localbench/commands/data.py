@@ -85,6 +85,23 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"{len(paths)} scenarios written to {out} (seed {seed}); check them with "
                    f"`localbench data check --benchmark {benchmark} {out}`")
 
+    @data_app.command("export-argus")
+    def export_argus(
+        source: str = typer.Argument("builtin", help="a SopriBench source: 'builtin', 'builtin:NAME' or a suite "
+                                                     "directory"),
+        out: Path = typer.Option(..., "--out", help="folder to write the users into (one JSON file each)"),
+        overwrite: bool = typer.Option(False, "--overwrite", help="replace files that differ"),
+    ) -> None:
+        """Write a SopriBench suite in the released code's input format (argus-user-json-v1): one JSON
+        file per user, its images beside it, its labels in <user_id>.labels.yaml, and manifest.json."""
+        from localbench.benchmarks.sopri.argus_export import export_argus as write
+        from localbench.benchmarks.sopri.loaders import load_users, sandbox_dir
+
+        users = load_users(source).users
+        paths = write(users, out, source=source, sandbox=sandbox_dir(source), overwrite=overwrite)
+        typer.echo(f"{len(paths)} users written to {out} as argus-user-json-v1; read them back with "
+                   f"`localbench data check --benchmark sopri argus:{out}`")
+
     @data_app.command("design")
     def design(benchmark: str = typer.Option(DEFAULT_BENCHMARK, "--benchmark", help="the benchmark to describe")) -> None:
         """What a benchmark declares: its axes (conditions, categories), roles, metrics, settings and defaults."""
