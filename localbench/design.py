@@ -76,6 +76,14 @@ class Metric:
     interval: Literal["bootstrap", "wilson"] = "bootstrap"
     """bootstrap: a percentile bootstrap over scenarios (their seeds averaged first); wilson: a
     proportion over simulations (the metric is 0/1 per simulation), Wilson's score interval."""
+    judges: tuple[str, ...] = ()
+    """The benchmark judges whose labels it is computed from (a Judgment's ``judge`` field); empty: a
+    rule computes it, or it needs no judge. The report's "How far to trust these numbers" says for
+    each of them whether a gold eval measured it (the spec's ``judge_eval``) and marks the metric where not."""
+    correction: Literal["", "leak_rate", "no_leak_rate"] = ""
+    """How its judge's measured error rates correct it (Rogan–Gladen): ``leak_rate``, it is a share of
+    the leaked units ``Benchmark.leak_units`` gives; ``no_leak_rate``, one minus such a share; "": no
+    correction is defined (the report says so)."""
 
     @property
     def decimals(self) -> int:

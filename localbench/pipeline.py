@@ -374,12 +374,19 @@ def _score(spec: RunSpec, res: Resolved):
     from localbench.judging.sanity import check_judgments, self_judging_warning
 
     scores.judge_warnings = check_judgments(judgments, bm.judge_checks(), judge)  # warnings, never exclusions
-    if own := self_judging_warning(spec, judgments, bm.judge_checks(), judge, bm.scripted_backend):
+    agent = res.plan.model_for(spec.design.primary_role) if res.plan is not None else None
+    if own := self_judging_warning(spec, judgments, bm.judge_checks(), judge, bm.scripted_backend, agent):
         scores.judge_warnings.append(own)
-    if spec.judge_eval:  # the eval that measured this judge: below the cheater floor is a warning
-        from localbench.judging.reliability import floor_judge_warnings
+    if judge != NO_JUDGE:  # each judge behind a metric measured or not, headline metrics corrected
+        from localbench.judging.trust import eval_dirs, run_trust
 
-        scores.judge_warnings += floor_judge_warnings(spec.judge_eval, judge)
+        scores.trust, unmeasured = run_trust(bm, scores, transcripts, judgments, res.scenarios, spec.judge_eval,
+                                             seed=spec.seed)
+        scores.judge_warnings += unmeasured
+        for ev in eval_dirs(spec.judge_eval):  # the evals that measured this judge: below the cheater floor warns
+            from localbench.judging.reliability import floor_judge_warnings
+
+            scores.judge_warnings += floor_judge_warnings(str(ev), judge)
     if judge == NO_JUDGE:
         scores.notes.append(f"No judge (--judge {NO_JUDGE}): the judge stage was off; the scores are the "
                             f"benchmark's rule-based part alone, and what only a judge decides is not judged")

@@ -130,17 +130,27 @@ async def rejudge_one(run_dir: str | Path, judge: str, leakage_only: bool = True
     scores.judge_warnings = check_judgments(judgments, run.benchmark.judge_checks(), judge)
     if own := self_judging_warning(spec, judgments, run.benchmark.judge_checks(), judge, run.benchmark.scripted_backend):
         scores.judge_warnings.append(own)
+    _trust(run, scores, judgments, judge_eval)
     scores.judge_warnings += _floor_warnings(run, judge, judge_eval)
     write_scores(out, records, scores)
     return out
 
 
 def _floor_warnings(run: LoadedRun, judge: str, judge_eval: str | None) -> list:
-    """The judge's warnings from the eval that measured it (``judge_eval``, else the run spec's)."""
+    """The judge's warnings from the evals that measured it (``judge_eval``, else the run spec's)."""
     from localbench.judging.reliability import floor_judge_warnings
+    from localbench.judging.trust import eval_dirs
 
-    where = judge_eval or run.spec.judge_eval
-    return floor_judge_warnings(where, judge) if where else []
+    return [w for ev in eval_dirs(judge_eval or run.spec.judge_eval) for w in floor_judge_warnings(str(ev), judge)]
+
+
+def _trust(run: LoadedRun, scores, judgments: list[Judgment], judge_eval: str | None) -> None:
+    """The rejudge's "How far to trust these numbers" (``judging.trust``) and its unmeasured-judge warnings."""
+    from localbench.judging.trust import run_trust
+
+    scores.trust, unmeasured = run_trust(run.benchmark, scores, run.transcripts, judgments, run.scenarios,
+                                         judge_eval or run.spec.judge_eval, seed=run.spec.seed)
+    scores.judge_warnings += unmeasured
 
 
 def _synthetic_rejudge(run: LoadedRun, judge: SyntheticJudge, leakage_only: bool,
@@ -165,8 +175,10 @@ def _synthetic_rejudge(run: LoadedRun, judge: SyntheticJudge, leakage_only: bool
     _write_info(out, {"judge": judge.name, "leakage_only": leakage_only, "identity": judge.identity,
                       "engine": {"engine": "synthetic"}, "seed": seed, "fpr": judge.fpr, "fnr": judge.fnr,
                       "calls": len(truth), "done": made, "skipped": len(truth) - made, "failed": 0, "too_long": 0})
-    records = run.score(judge.name, list(store.read()), leakage_only=True)
+    judgments = list(store.read())
+    records = run.score(judge.name, judgments, leakage_only=True)
     scores = aggregate(records, run.benchmark.design, run.spec.resolved_run_id, judge.name, seed=seed)
+    _trust(run, scores, judgments, judge_eval)
     scores.judge_warnings += _floor_warnings(run, judge.name, judge_eval)
     write_scores(out, records, scores)
     return out

@@ -79,13 +79,78 @@ class JudgeWarning(BaseModel):
 
     judge: str  # the benchmark's judge (the Judgment.judge field), e.g. a behaviour judge
     judge_model: str  # the preset whose answers these are
-    pattern: str  # "constant" | "contradiction" | "undefined" | "below_cheater_floor" (spec judge_eval) | SELF_JUDGING
+    pattern: str  # "constant" | "contradiction" | "undefined" | "below_cheater_floor" (spec judge_eval) | SELF_JUDGING | UNMEASURED
     message: str  # one complete line: the judge, what was seen, with counts
     count: int  # simulations (or answers, see unit) showing the pattern
     total: int  # out of this many
     unit: str = "simulations"  # what count and total count: "simulations" or "answers"
     metrics: list[str] = Field(default_factory=list)  # metrics computed from these labels
     examples: list[str] = Field(default_factory=list)  # up to 3 simulation keys that show it
+
+
+UNMEASURED = "unmeasured"  # a JudgeWarning's pattern when no gold eval measured a judge behind a metric
+
+
+class Interval(BaseModel):
+    """An estimate with its 95% interval (None where it is not defined)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    estimate: float | None
+    low: float | None = None
+    high: float | None = None
+
+
+class JudgeTrust(BaseModel):
+    """One judge behind the run's metrics, as a gold eval measured it (or did not)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    judge: str  # the benchmark's judge (the Judgment.judge field)
+    judge_model: str  # the preset whose labels these are
+    measured: bool  # a gold eval (the spec's judge_eval) measured this judge with this preset
+    metrics: list[str] = Field(default_factory=list)  # the run's metrics computed from its labels
+    eval: str = ""  # the eval directory that measured it
+    gold: str = ""  # "constructed" | "real-transcript": what the eval's gold items are
+    n_gold: int = 0  # gold items it was measured on
+    verdict: str = ""  # the eval's grade: "use as is" | "use with correction" | "do not use" | ...
+    verdict_text: str = ""  # the eval's verdict line
+    fpr: Interval | None = None  # says leak where gold says none
+    fnr: Interval | None = None  # says none where gold says leak
+    binary_kappa: Interval | None = None
+
+
+class CorrectedMetric(BaseModel):
+    """A headline metric of one (model, condition, category) beside its Rogan–Gladen correction."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    metric: str
+    model: str
+    condition: str
+    category: str
+    judge: str  # the benchmark judge whose error rates correct it
+    judge_model: str
+    raw: Interval  # the metric as scored (its scores.json row)
+    units: int = 0  # leakage units pooled (``Benchmark.leak_units``), n of the observed share
+    leaked: int = 0  # of which the judge labelled leaked
+    n_scenarios: int = 0
+    observed: float | None = None  # the metric as the pooled unit share (leaked / units, or 1 − that)
+    corrected: Interval | None = None  # None: not identified, or no correction (see status and note)
+    status: str = ""  # "corrected" | "not identified" | "unmeasured" | "no correction"
+    note: str = ""
+
+
+class Trust(BaseModel):
+    """How far to trust the run's numbers: every judge behind a metric, measured or not, and each
+    headline metric corrected with its judge's measured error rates (``localbench.judging.trust``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    evals: list[str] = Field(default_factory=list)  # the judge_eval directories read
+    judges: list[JudgeTrust] = Field(default_factory=list)
+    metrics: list[CorrectedMetric] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
 
 
 class Scores(BaseModel):
@@ -105,6 +170,7 @@ class Scores(BaseModel):
     # missing (a complete run's scores.json is as before).
     missing_simulations: dict[str, int] = Field(default_factory=dict)
     planned_simulations: int | None = None
+    trust: Trust | None = None  # the judges' measurement and corrected headline metrics (written when computed)
 
     def write(self, path: str | Path) -> None:
         from localbench.files import write_atomic
@@ -114,6 +180,8 @@ class Scores(BaseModel):
             del data["missing_simulations"], data["planned_simulations"]
         if not data["judge_warnings"]:  # a run whose judges show no degenerate pattern: as before
             del data["judge_warnings"]
+        if data["trust"] is None:
+            del data["trust"]
         write_atomic(Path(path), json.dumps(data, indent=1, ensure_ascii=False))
 
     @classmethod

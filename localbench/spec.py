@@ -132,9 +132,11 @@ class RunSpec(BaseModel):
     max_rounds: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)  # per-category overrides of the design's limits
     max_tokens: int = Field(200, ge=16)  # per agent turn
     judge_max_tokens: int = Field(400, ge=16)  # per judge call; a call whose schema bounds a longer reply gets that room
-    # a `localbench judges eval` output that measured this run's judge: a judge not above its best
-    # cheater there is listed in the run's judge warnings (not a result field: the scores are the same)
-    judge_eval: str | None = None
+    # the `localbench judges eval` outputs that measured this run's judges: one eval directory, a list
+    # of them, or a folder of them (localbench.judging.trust). The report's "How far to trust these
+    # numbers" reads them; a judge no eval measured is warned of, one not above its best cheater too
+    # (not a result field: the scores are the same)
+    judge_eval: str | list[str] | None = None
     models: dict[str, str | None] = Field(default_factory=dict, validate_default=True)  # role -> preset
     serving: EngineOptions = Field(default_factory=EngineOptions)  # how the models are served (below)
     out: str = "runs"  # the folder the run directory goes in

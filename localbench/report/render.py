@@ -25,7 +25,8 @@ from localbench.report.figures import FigureResult, write_figures
 from localbench.report.provenance import key_facts, sections
 from localbench.report.tables import DEGENERATE, CellFormat, Table, comparisons_table, md_text, write_tables
 from localbench.runlog import RunFiles, RunPaths
-from localbench.scores import SELF_JUDGING, JudgeWarning
+from localbench.report.trust import trust_context
+from localbench.scores import SELF_JUDGING, UNMEASURED, JudgeWarning
 
 TEMPLATES = Path(__file__).parent / "templates"
 VIEWER = RunFiles.VIEWER  # the run's viewer (written beside the report: `localbench view`, the report command)
@@ -170,7 +171,8 @@ def build_context(run: RunData, tables: list[Table], figures: list[FigureResult]
         "localbench_version": __version__,
         "scores_version": run.scores.version,
         "what_ran": what_ran(run),
-        "judge_warnings": [w.message for w in run.scores.judge_warnings],
+        "judge_warnings": [w.message for w in run.scores.judge_warnings if w.pattern != UNMEASURED],
+        "trust": trust_context(run),
         "missing": missing_line(run),
         "viewer": viewer,
         "lead": _table_entry(lead, viewer) if lead is not None else None,
@@ -192,11 +194,14 @@ def build_context(run: RunData, tables: list[Table], figures: list[FigureResult]
 
 def flagged_metrics(run: RunData) -> dict[str, dict[str, str]]:
     """Metric -> {the judge (and model) it was computed from: why that judge is flagged} (``Table.flagged``):
-    a self-judging run's judge (its model), or a judge whose answers looked degenerate."""
+    a self-judging run's judge (its model), a judge whose answers looked degenerate, or one no gold
+    eval measured (``scores.UNMEASURED``)."""
     out: dict[str, dict[str, str]] = {}
     for w in run.scores.judge_warnings:
         own = w.pattern == SELF_JUDGING
         who, why = (w.judge_model, SELF_JUDGING) if own else (f"{w.judge} judge ({w.judge_model})", DEGENERATE)
+        if w.pattern == UNMEASURED:  # keyed apart from the same judge's other warnings (one reason per key)
+            who, why = f"{w.judge} ({w.judge_model})", UNMEASURED
         for m in w.metrics:
             out.setdefault(m, {})[who] = why
     return out

@@ -22,13 +22,14 @@ from typing import Literal, Union
 from localbench.design import ALL
 from localbench.report.aggregate import Estimate, bootstrap_settings
 from localbench.report.data import RunData
-from localbench.scores import SELF_JUDGING
+from localbench.scores import SELF_JUDGING, UNMEASURED
 from localbench.stats import can_reach_significance, min_pairs_for_significance
 
 CellFormat = Literal["pm", "ci"]
 SINGLE = "(n = 1)"
 FEW_FOR_PM = 5  # below this many scenarios a cell shows [low, high], never "±"
 FLAG = "‡"
+UNMEASURED_MARK = "°"  # a number from a judge no gold eval measured (scores.UNMEASURED)
 DEGENERATE = "degenerate"
 # why a judge's numbers carry FLAG (``Table.flagged``), as the table's note says it: a judge whose answers
 # looked degenerate (judging.sanity's patterns), or the model under test judging itself (scores.SELF_JUDGING)
@@ -37,7 +38,10 @@ FLAG_READINGS = {
                 "not as a finding.",
     SELF_JUDGING: "the model under test as its own judge ({judges}; see Judge warnings): it may favour what it "
                   "wrote, so read as its view of itself, not as an independent finding.",
+    UNMEASURED: "a judge never measured against gold ({judges}; see How far to trust these numbers): how often "
+                "its labels are wrong is unknown, so the number is uncorrected.",
 }
+FLAG_MARKS = {UNMEASURED: UNMEASURED_MARK}  # the mark of each reason (FLAG for the others)
 Cell = Union[Estimate, str, None]
 MISSING = "—"
 DAGGER = "†"
@@ -131,7 +135,8 @@ class Table:
         cell = r.cells[j]
         text = self._value_text(cell, col, r.kind == "delta")
         if col.metric in self.flagged and isinstance(cell, Estimate) and text != MISSING:
-            text += FLAG
+            text += "".join(dict.fromkeys(FLAG_MARKS.get(why, FLAG) for why in sorted(
+                set(self.flagged[col.metric].values()), key=lambda w: w == UNMEASURED)))
         bold = text != MISSING and (i in self.best_rows(j) or (i in self.bold_rows and isinstance(cell, Estimate)))
         dagger = isinstance(cell, Estimate) and cell.any_failed
         return text, bold, dagger
@@ -160,7 +165,8 @@ class Table:
                     whys.setdefault(why, set()).add(judge)
         if not whys:
             return None
-        return " ".join(f"{FLAG} computed from the labels of " + FLAG_READINGS[why].format(judges=", ".join(sorted(whys[why])))
+        return " ".join(f"{FLAG_MARKS.get(why, FLAG)} computed from the labels of "
+                        + FLAG_READINGS[why].format(judges=", ".join(sorted(whys[why])))
                         for why in FLAG_READINGS if why in whys)
 
     def all_notes(self) -> list[str]:

@@ -39,6 +39,8 @@ SELF = "§"
 WARNED = "‡"
 """Marks a number computed from labels of a judge with a warning (degenerate answers, or an evaluation
 that found it no better than a cheater)."""
+UNMEASURED = "°"
+"""Marks a number computed from labels of a judge no gold eval measured (``scores.UNMEASURED``)."""
 SELF_JUDGING = getattr(_scores, "SELF_JUDGING", "self_judging")
 """The pattern of the warning the score stage records for a self-judged run (marked § here, not ‡)."""
 LEAK = "leak rate"
@@ -67,10 +69,13 @@ class Entry:
     def marks(self, metric: str) -> str:
         """What a cell of ``metric`` from this entry carries: ‡ when a warning's metrics include it (a
         warning naming no metric, a judge evaluation's verdict, touches every metric), § when self-judged."""
-        warned = any(not w.metrics or metric in w.metrics or metric == LEAK and
-                     set(w.metrics) & set(self.run.design.headline.values())
-                     for w in self.warnings if w.pattern != SELF_JUDGING)
-        return (WARNED if warned else "") + (SELF if self.self_judged else "")
+        def touches(w: JudgeWarning) -> bool:
+            return bool(not w.metrics or metric in w.metrics or metric == LEAK and
+                        set(w.metrics) & set(self.run.design.headline.values()))
+
+        warned = any(touches(w) for w in self.warnings if w.pattern not in (SELF_JUDGING, _scores.UNMEASURED))
+        unmeasured = any(touches(w) for w in self.warnings if w.pattern == _scores.UNMEASURED)
+        return (WARNED if warned else "") + (UNMEASURED if unmeasured else "") + (SELF if self.self_judged else "")
 
 
 def self_judged(run: RunData, model: str) -> bool:
@@ -190,6 +195,9 @@ class CompareTable(Table):
             self.notes.append(f"{WARNED} computed from the labels of a judge with a warning (its answers looked "
                               "degenerate, or a judge evaluation found it no better than a cheater): read it as the "
                               "judge's output, not as a finding.")
+        if UNMEASURED in used:
+            self.notes.append(f"{UNMEASURED} computed from the labels of a judge no gold evaluation measured (the "
+                              "run's judge_eval names none for it): how often its labels are wrong is unknown.")
         if SELF in used:
             self.notes.append(f"{SELF} self-judged: the run's judge is the agent's own model, so the model graded "
                               "its own transcripts.")
@@ -348,7 +356,37 @@ def benchmark_tables(entries: list[Entry], fmt: CellFormat) -> tuple[RunData, li
     seed = int((run.scores.bootstrap or {}).get("seed", 0))
     tables = [metrics_table(run, entries, fmt), _mark_rows(cats, entries), ranks_table(run, entries, seed)]
     comp = comparison_table(run, entries)
-    return run, tables + ([comp] if comp is not None else [])
+    corr = corrected_table(entries, fmt)
+    return run, tables + ([corr] if corr is not None else []) + ([comp] if comp is not None else [])
+
+
+def corrected_table(entries: list[Entry], fmt: CellFormat) -> CompareTable | None:
+    """One benchmark: each run's headline metric per category beside its Rogan–Gladen correction with
+    the judge's measured error rates (scores.json's ``trust``), "not identified" or why there is none;
+    the raw cell carries its entry's marks. None when no run has a trust section."""
+    from localbench.report.trust import interval_text
+
+    rows = [(e, m) for e in entries if e.run.scores.trust for m in e.run.scores.trust.metrics if m.model == e.model]
+    if not rows:
+        return None
+    design = entries[0].run.design
+    t = CompareTable(name=f"{design.name}_corrected", title=f"{design.title}: headline metrics corrected for their "
+                     "judge's measured error rates", fmt=fmt,
+                     label_headers=["Model", design.condition.label, design.category.label, "Metric"],
+                     columns=[Column("Raw [95% CI]"), Column("Corrected [95% CI]"), Column("Judge")])
+    for i, (e, m) in enumerate(rows):
+        digits = design.metric(m.metric).decimals
+        corrected = interval_text(m.corrected, digits) if m.corrected is not None else m.status
+        t.rows.append(Row([e.label, m.condition, m.category, m.metric],
+                          [interval_text(m.raw, digits), corrected, f"{m.judge} ({m.judge_model})"]))
+        if e.marks(m.metric):
+            t.marks[(i, 0)] = e.marks(m.metric)
+    t.notes.append("Corrected: Rogan–Gladen on the category's leaked units with the judge's gold FPR and FNR "
+                   "(the gold set's uncertainty carried); \"not identified\" where the interval says nothing either "
+                   "way, \"unmeasured\" where no gold evaluation measured the judge, \"no correction\" where the "
+                   "metric is not a share of judged units.")
+    t.mark_notes()
+    return t
 
 
 def study_file_runs(path: Path) -> list[Path]:
