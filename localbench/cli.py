@@ -21,7 +21,7 @@ app = typer.Typer(
 
 # Modules under localbench/commands that each define register(app).
 COMMAND_MODULES = ["models", "generate", "serve", "data", "simulate", "run", "judges", "slurm", "report", "view",
-                   "importing", "doctor", "study", "compare"]
+                   "importing", "doctor", "study", "compare", "export"]
 
 
 def _register_all() -> None:

@@ -208,6 +208,16 @@ class Benchmark:
         writes someone else's published run as a run directory; None: nothing to import."""
         return None
 
+    def exports(self) -> dict[str, Callable[..., Path]]:
+        """`localbench export <name> RUN`: name -> fn(run, scores, out) that writes a finished run (its
+        transcripts, scenarios and scenario_scores) in another tool's format into ``out``."""
+        return {}
+
+    def cross_checks(self) -> dict[str, Callable[..., Any]]:
+        """`localbench report RUN --cross-check <name>`: name -> fn(run, scores, viewer) giving a report
+        section (title, Markdown introduction, tables) that sets a second detector beside the run's own."""
+        return {}
+
     def generate_scenarios(self, n: int, seed: int, out: Path, overwrite: bool = False,
                            model: str | None = None) -> list[Path]:
         """`data gen`: ``n`` new scenarios for ``seed``, one file each in ``out``

@@ -24,6 +24,9 @@ def register(app: typer.Typer) -> None:
         judge_eval: Optional[str] = typer.Option(
             None, "--judge-eval", help="a `localbench judges eval` directory that measured the run's judge: a judge "
                                        "not above the best cheater there is listed in the judge warnings"),
+        cross_check: Optional[str] = typer.Option(
+            None, "--cross-check", help="add a second detector's agreement and cause tables, by a name the run's "
+                                        "benchmark offers (the benchmark's docs page lists them)"),
     ) -> None:
         """Write tables/, figures/, report.html and report.md into RUN_DIR; prints the report.html path."""
         from localbench.pipeline import log
@@ -39,7 +42,12 @@ def register(app: typer.Typer) -> None:
 
             judges = dict.fromkeys(r.judge for r in load_scores(RunPaths(run_dir).scores_path).rows)
             warnings = [w for j in judges for w in floor_judge_warnings(judge_eval, j)]
-        path = render_report(run_dir, fmt="ci" if ci else "pm", judge_warnings=warnings)
+        extra = []
+        if cross_check:  # a second detector beside the run's own (commands/export.py reads the run for it)
+            from localbench.commands.export import cross_check_section
+
+            extra.append(cross_check_section(run_dir, cross_check))
+        path = render_report(run_dir, fmt="ci" if ci else "pm", judge_warnings=warnings, extra_sections=extra)
         log(f"report: {path} ({time.monotonic() - t0:.1f} s)")
         if RunPaths(run_dir).transcripts_path.exists():
             log(refresh_run_viewer(run_dir))

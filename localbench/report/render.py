@@ -33,6 +33,17 @@ VIEWER = RunFiles.VIEWER  # the run's viewer (written beside the report: `localb
 
 
 @dataclass
+class ExtraSection:
+    """A section a command adds to the report on request (``localbench report --cross-check``): a
+    title, an introduction in Markdown and its tables (templates/extra_sections.*.j2)."""
+
+    anchor: str
+    title: str
+    intro: str
+    tables: list[Table] = field(default_factory=list)
+
+
+@dataclass
 class Report:
     """What a render wrote."""
 
@@ -224,7 +235,8 @@ def build_figures(run: RunData) -> list[FigureResult]:
 
 
 def build_report(run_dir: str | Path, fmt: CellFormat = "pm", design: Design | None = None,
-                 judge_warnings: list[JudgeWarning] | None = None) -> Report:
+                 judge_warnings: list[JudgeWarning] | None = None,
+                 extra_sections: list[ExtraSection] | None = None) -> Report:
     """Write every table, figure and both reports into the run directory; say what was written.
     ``judge_warnings``: more to show beside scores.json's (`localbench report --judge-eval`)."""
     run = load_run(run_dir, design)
@@ -239,6 +251,10 @@ def build_report(run_dir: str | Path, fmt: CellFormat = "pm", design: Design | N
     figures = build_figures(run)
     fig_paths = write_figures(figures, RunPaths(run.path).figures_dir)
     ctx = build_context(run, tables, figures, fig_paths, plan, lead)
+    extra = list(extra_sections or [])
+    ctx["extra_sections"] = [{"anchor": x.anchor, "title": x.title, "intro": Rendered(x.intro),
+                              "tables": [_table_entry(t, ctx["viewer"]) for t in x.tables]} for x in extra]
+    table_paths += write_tables([t for x in extra for t in x.tables], RunPaths(run.path).tables_dir)
     html_path, md_path = RunPaths(run.path).report_html, RunPaths(run.path).report_md
     write_atomic(html_path, _env(True).get_template("report.html.j2").render(**ctx))
     write_atomic(md_path, _env(False).get_template("report.md.j2").render(**ctx))
@@ -267,6 +283,7 @@ def lead_markdown(run_dir: str | Path) -> str | None:
 
 
 def render_report(run_dir: str | Path, fmt: CellFormat = "pm", design: Design | None = None,
-                  judge_warnings: list[JudgeWarning] | None = None) -> Path:
+                  judge_warnings: list[JudgeWarning] | None = None,
+                  extra_sections: list[ExtraSection] | None = None) -> Path:
     """Write the whole report into the run directory; returns the path of report.html."""
-    return build_report(run_dir, fmt, design, judge_warnings).html
+    return build_report(run_dir, fmt, design, judge_warnings, extra_sections).html

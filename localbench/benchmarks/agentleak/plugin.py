@@ -38,6 +38,18 @@ class AgentLeak(Benchmark):
 
         return VaultItemJudge()
 
+    def exports(self):
+        """`localbench export agentleak-toolkit RUN`: the channel messages as AgentLeak's toolkit's traces."""
+        from localbench.benchmarks.agentleak.toolkit_traces import export_run
+
+        return {"agentleak-toolkit": export_run}
+
+    def cross_checks(self):
+        """`localbench report RUN --cross-check agentleak-toolkit`: AgentLeak's toolkit as a second detector."""
+        from localbench.benchmarks.agentleak.crosscheck import report_section
+
+        return {"agentleak-toolkit": report_section}
+
     def load_scenarios(self, source: str, categories: Iterable[str] | str | None = None,
                        limit: int | None = None) -> dict[str, Any]:
         from localbench.benchmarks.agentleak.loaders import load_scenarios

@@ -122,6 +122,18 @@ class AgentLeakTraces(Benchmark):
 
         return report_plan()
 
+    def exports(self):
+        """`localbench export agentleak-toolkit RUN`: the channel messages as AgentLeak's toolkit's traces."""
+        from localbench.benchmarks.agentleak.toolkit_traces import export_run
+
+        return {"agentleak-toolkit": export_run}
+
+    def cross_checks(self):
+        """`localbench report RUN --cross-check agentleak-toolkit`: AgentLeak's toolkit as a second detector."""
+        from localbench.benchmarks.agentleak.crosscheck import report_section
+
+        return {"agentleak-toolkit": report_section}
+
     def import_command(self, stages):
         """`localbench import agentleak-traces PATH`: the AgentLeak harness's published traces."""
         from localbench.benchmarks.agentleak.published.command import import_command
