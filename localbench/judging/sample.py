@@ -112,27 +112,23 @@ def item_level(judgment: Any, unit: str) -> tuple[bool, str | None]:
 
 
 def allocate(sizes: dict[tuple, int], n: int) -> dict[tuple, int]:
-    """Items per stratum: at least one for every non-empty stratum when ``n`` is at least their number,
-    the rest in proportion to size (largest remainders); never more than a stratum holds."""
+    """Items per stratum: each stratum's proportional quota ``n * size / total`` rounded down, at least one
+    for every non-empty stratum when ``n`` is at least their number, never more than it holds; then
+    strata furthest above their quota give one back, and those furthest below it take one more,
+    until the total is ``n`` (ties by stratum order)."""
     total = sum(sizes.values())
     if n > total:
         raise UserError(f"--n {n}: the run has only {total} judge inputs to sample from")
     strata = sorted(k for k, v in sizes.items() if v > 0)
-    take = {k: 0 for k in strata}
-    if n >= len(strata):
-        take = {k: 1 for k in strata}
-    left = n - sum(take.values())
-    while left > 0:
-        room = {k: sizes[k] - take[k] for k in strata if sizes[k] > take[k]}
-        pool = sum(room.values())
-        quota = {k: left * r / pool for k, r in room.items()}
-        add = {k: min(int(q), room[k]) for k, q in quota.items()}
-        if sum(add.values()) == 0:  # fewer left than whole quotas: the largest remainders take one each
-            for k in sorted(quota, key=lambda k: (-quota[k], k))[:left]:
-                add[k] = 1
-        for k, a in add.items():
-            take[k] += a
-        left = n - sum(take.values())
+    least = 1 if n >= len(strata) else 0
+    quota = {k: n * sizes[k] / total for k in strata}
+    take = {k: min(sizes[k], max(least, int(quota[k]))) for k in strata}
+    while sum(take.values()) > n:
+        k = min((k for k in strata if take[k] > least), key=lambda k: (quota[k] - take[k], k))
+        take[k] -= 1
+    while sum(take.values()) < n:
+        k = min((k for k in strata if take[k] < sizes[k]), key=lambda k: (take[k] - quota[k], k))
+        take[k] += 1
     return take
 
 
@@ -177,7 +173,7 @@ def blind_item(x: JudgeInput, item_id: str, scrub) -> GoldItem:
 def blind_line(item: GoldItem) -> str:
     """The blind file's line: only what `judges label` needs (no defaults that could carry anything)."""
     return json.dumps(item.model_dump(mode="json", include={"id", "messages", "item", "source"},
-                                      exclude_none=True), ensure_ascii=False)
+                                      exclude_none=True, exclude_defaults=True), ensure_ascii=False)
 
 
 @dataclass

@@ -16,6 +16,7 @@ class AgentLeak(Benchmark):
     design = DESIGN
     leakage_judges = ("leak",)
     rubric_folder = "agentleak"
+    sampled_judges = ("leak",)  # `judges sample` (judge_inputs.py); the semantic task judge not yet
     judge_optional = True  # tiers 1-2 need no model: `--judge none` scores with them alone (tier 3 off)
 
     check_source = delegate(f"{HERE}.check:check_source")
@@ -25,6 +26,7 @@ class AgentLeak(Benchmark):
     report_plan = delegate(f"{HERE}.report:report_plan")
     build_gold = delegate(f"{HERE}.gold_pairs:build_gold")
     preflight_outputs = delegate(f"{HERE}.preflight:preflight_outputs")
+    judge_inputs = delegate(f"{HERE}.judge_inputs:judge_inputs")
 
     def scripted_backend(self, name: str):
         """``oracle`` and ``oracle-leaks-C<k>``: the scripted agents of ``oracle.py``."""

@@ -16,6 +16,7 @@ class SopriBench(Benchmark):
     leakage_judges = ("granularity",)
     rubric_folder = "sopri"
     generator_takes_model = True
+    sampled_judges = ("granularity",)  # `judges sample` (judge_inputs.py)
 
     @property
     def item_judge(self):
@@ -32,6 +33,7 @@ class SopriBench(Benchmark):
     report_plan = delegate(f"{HERE}.report:report_plan")
     build_gold = delegate(f"{HERE}.gold_pairs:build_gold")
     preflight_outputs = delegate(f"{HERE}.preflight:preflight_outputs")
+    judge_inputs = delegate(f"{HERE}.judge_inputs:judge_inputs")
     generate_scenarios = delegate(f"{HERE}.generate:generate_users")  # profile → leakage plan → posts → images
 
     def load_scenarios(self, source: str, categories: Iterable[str] | str | None = None,

@@ -1,0 +1,72 @@
+"""AgentLeak's real judge inputs for `localbench judges sample`: the tier-3 leak judge's calls rebuilt from
+a trace, one input per vault field judged on a channel.
+
+A call is rebuilt by the judge's own builder (``judges.judge_calls`` over the channel's events, with the
+fields its recorded label names, or for a failed call every field the judge stage asks there), and its
+events become the labeller's messages, one per event, under the channel's name, as the judge read them.
+Calls split to fit the judge's context (``#k``) are left out, and so is a failed call whose fields were
+split by the answer budget (``C3.1``): which fields it held is not recorded. The semantic task judge
+(TSR) is not sampled yet.
+"""
+
+from __future__ import annotations
+
+from localbench.benchmarks.agentleak.judge_stage import JUDGE, channel_contents, judged_fields
+from localbench.benchmarks.agentleak.judges import _domain, channel_name, field_text, judge_calls
+from localbench.benchmarks.agentleak.scenario import CHANNELS, Scenario
+from localbench.judging.gold import GoldMessage, GoldPrivateItem
+from localbench.judging.sample import NO_LABEL, NOT_REBUILT, SPLIT, Frame, JudgeInput, fits_all, item_level
+from localbench.runlog import Judgment, Transcript
+
+SAMPLED = (JUDGE,)
+FIELDS_UNKNOWN = "failed, and its fields were one of several groups (which ones is not recorded)"
+
+
+def judge_inputs(transcript: Transcript, scenario: Scenario, judgments: list[Judgment]) -> Frame:
+    frame = Frame([])
+    if transcript.error:
+        return frame
+    by_channel = channel_contents(transcript)
+    subjects = {r.id: r.subject for r in scenario.records}
+    for j in judgments:
+        if j.judge != JUDGE or j.judge_model == "rule":
+            continue
+        if "#" in j.target:
+            frame.leave(SPLIT)
+            continue
+        channel = j.target.split(".")[0]
+        if channel not in CHANNELS:
+            frame.leave(NOT_REBUILT)
+            continue
+        events = by_channel[channel]
+        asked = [f.id for f in judged_fields(scenario, channel, events)]
+        if j.label is not None:
+            named = set((j.label.get("levels") or {}))
+            fields = [f for f in asked if f in named]
+            if len(fields) != len(named):
+                frame.leave(NOT_REBUILT)
+                continue
+        elif "." in j.target:
+            frame.leave(FIELDS_UNKNOWN)
+            continue
+        else:
+            fields = asked
+        if not fields or not events:
+            frame.leave(NOT_REBUILT)
+            continue
+        calls = judge_calls(scenario, channel, events, fits_all, fields=fields, target=j.target)
+        if len(calls) != 1 or list(calls[0].keymap.values()) != fields:
+            frame.leave(NOT_REBUILT)
+            continue
+        shown = [GoldMessage(sender=channel_name(channel), content=text) for _, text in events]
+        for fid in fields:
+            known, level = item_level(j, fid)
+            if not known:
+                frame.leave(NO_LABEL)
+                continue
+            f = scenario.field(fid)
+            frame.inputs.append(JudgeInput(
+                judge=JUDGE, target=j.target, unit=fid, messages=shown, judge_label=level, meta={"channel": channel},
+                item=GoldPrivateItem(owner=subjects.get(f.record, f.record), text=field_text(scenario, f),
+                                     field=f.field, id=f.id, domain=_domain(scenario, f))))
+    return frame
