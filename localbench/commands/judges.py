@@ -330,17 +330,20 @@ def gold_reference(
     """Label items with a reference judge and save its labels as a (pseudo-)gold set."""
     from localbench.registry import get_benchmark
     from localbench.judging.gold_eval import EvalConfig, load_eval, run_eval
-    from localbench.judging.gold import Provenance, write_gold
+    from localbench.judging.gold import Provenance, read_gold, write_gold
 
     wd = work or out.with_name(out.name + ".eval")
     cfg = EvalConfig(judges=[judge], engine=engine, base_url=base_url, benchmark=benchmark)
     bm = get_benchmark(benchmark)
-    asyncio.run(run_eval(gold, wd, cfg, bm.item_judge, judges=[judge], rubric_files=bm.rubric_files()))
+    asyncio.run(run_eval(gold, wd, cfg, bm.item_judge, judges=[judge], rubric_files=bm.rubric_files(),
+                         gold_judge=_gold_judge_of(bm, gold)))
     data = load_eval(wd)
-    labels = data.labels(judge)
+    labels = data.judge_labels(judge)  # in the judge's own labels (abstraction scores, yes/no ...)
+    asked_ids = {it.id for it in data.gold}
     items = [it.model_copy(update={"label": labels.get(it.id), "annotations": {},
                                    "source": Provenance(kind="judge", judge=judge, method=it.source.method,
-                                                        note=f"answers in {wd}")}) for it in data.gold]
+                                                        note=f"answers in {wd}")})
+             for it in read_gold(gold) if it.id in asked_ids]
     write_gold(out, items)
     failed = sum(v is None for v in labels.values())
     typer.echo(f"{len(items) - failed} items labelled by {judge}, {failed} failed (left unlabelled) → {out}")
@@ -466,12 +469,29 @@ def eval_(
                      temperature=temperature, max_tokens=max_tokens, seed=seed, engine=engine, base_url=base_url,
                      benchmark=benchmark, batch=batch, sample=sample)
     bm = get_benchmark(benchmark)
-    summaries = asyncio.run(run_eval(gold, out, cfg, bm.item_judge, rubric_files=bm.rubric_files()))
+    gold_judge = _gold_judge_of(bm, gold)
+    summaries = asyncio.run(run_eval(gold, out, cfg, bm.item_judge, rubric_files=bm.rubric_files(),
+                                     gold_judge=gold_judge))
     for j, s in summaries.items():
         long = f" ({s.too_long} prompts too long for the judge's context, not sent)" if s.too_long else ""
         typer.echo(f"{j}: {s.done} calls made, {s.skipped} already done, {s.failed} failed{long}")
     if report:
         _report(out, [], 1000)
+
+
+def _gold_judge_of(bm, gold: Path):
+    """The benchmark judge a gold file's items ask about (their ``judge``; none: the item judge)."""
+    from localbench.errors import UserError
+    from localbench.judging.gold import read_gold
+    from localbench.judging.gold_eval import bench_judge_of
+    from localbench.judging.judge_gold import gold_judges_of, item_judge_name
+
+    name = bench_judge_of(read_gold(gold), gold) or item_judge_name(bm)
+    known = gold_judges_of(bm)
+    if name not in known:
+        raise UserError(f"{gold}: its items ask about the '{name}' judge, which {bm.name} does not have "
+                        f"(its judges with gold: {', '.join(known)}); is --benchmark right?")
+    return known[name]
 
 
 @judges_app.command("rejudge")

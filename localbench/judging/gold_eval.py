@@ -36,7 +36,8 @@ from localbench.registry import DEFAULT_BENCHMARK
 from localbench.files import write_atomic
 from localbench.judging.calls import ItemJudge, JudgeCall, render_lines, schema_hash
 from localbench.judging.construct import key_words, name_tokens, templates, templates_hash, words_of
-from localbench.judging.gold import GoldItem, GoldMessage, gold_hash, read_gold, write_gold
+from localbench.judging.gold import (LEVEL_SPACE, GoldItem, GoldMessage, LabelSpace, gold_hash, label_space, read_gold,
+                                     write_gold)
 from localbench.judging.runner import JudgeRunSummary, JudgeTask, answer_record, run_judge_tasks
 from localbench.judging.synthetic import SyntheticJudge, parse_synthetic
 from localbench.runlog import JsonlStore, RunFiles
@@ -84,6 +85,8 @@ class EvalConfig:
     rubric_hash: str = ""
     prompt_hash: str = ""  # the judge's whole prompt and schema for a fixed probe item (see probe_hash)
     judge_metrics: str = ""  # the benchmark metrics that judge's labels feed, for the verdicts
+    bench_judge: str = ""  # the benchmark judge measured, as in a run's judgments.jsonl; "" = the item judge
+    positive: str = ""  # what the judge's binary decision is (``gold.LabelSpace.positive``)
     rubric_files: dict[str, str] = field(default_factory=dict)  # every rubric of the benchmark: path -> hash
     judge_models: dict[str, dict[str, Any]] = field(default_factory=dict)  # preset -> identity, engine facts
     gold_origin: str = ""  # constructed or real-transcript gold (transcript_gold.gold_origin), recorded by prepare()
@@ -226,11 +229,13 @@ def units(items: list[GoldItem], config: EvalConfig) -> list[tuple[str, list[Gol
 
 
 def eval_tasks(judge: str, items: list[GoldItem], config: EvalConfig, store: JsonlStore,
-               item_judge: ItemJudge) -> list[JudgeTask]:
+               item_judge: ItemJudge, gold_judge: Any = None) -> list[JudgeTask]:
     """Every (item or bundle, variant, seed) task not yet in the store.
 
-    A prompt too long for the judge's context stays a task: ``run_judge_tasks`` records it as a
-    failed judgment without sending it, and counts it in the summary's failures.
+    ``gold_judge`` (a ``judge_gold.GoldJudge`` other than the item judge) builds each item's call
+    with the benchmark's own call builder for that judge and decodes its answer into the judge's
+    labels. A prompt too long for the judge's context stays a task: ``run_judge_tasks`` records it
+    as a failed judgment without sending it, and counts it in the summary's failures.
     """
     tasks = []
     for unit, members, messages in units(items, config):
@@ -239,7 +244,9 @@ def eval_tasks(judge: str, items: list[GoldItem], config: EvalConfig, store: Jso
             if key in store:
                 continue
             shown = shown_messages(unit, messages, variant, config.seed, config.pad_messages)
-            if config.batch:
+            if gold_judge is not None:
+                call = gold_judge.call(members[0], shown, target=unit)
+            elif config.batch:
                 call = bundle_call(item_judge, Bundle(unit.removeprefix("bundle:"), members), shown)
             else:
                 call = judge_call(item_judge, members[0], shown)
@@ -248,11 +255,13 @@ def eval_tasks(judge: str, items: list[GoldItem], config: EvalConfig, store: Jso
                     "item_ids": [it.id for it in members], "variant": variant, "seed_index": k,
                     "temperature": temp, "judge": call.judge, "rubric": call.rubric, "rubric_hash": call.rubric_hash,
                     "schema_hash": schema_hash(call.schema), "n_messages": call.n_messages}
-            req = GenerationRequest(messages=call.messages, output=OutputSpec.from_schema(call.schema, name="privacy"),
+            req = GenerationRequest(messages=call.messages,
+                                    output=OutputSpec.from_schema(call.schema, name=call.judge if gold_judge else "privacy"),
                                     role="judge", max_tokens=config.max_tokens, temperature=temp,
                                     seed=derive_seed(config.seed, "gold-eval", unit, variant, k), tag=key)
+            decoder = gold_judge if gold_judge is not None else item_judge
             tasks.append(JudgeTask(key=key, request=req, meta=meta,
-                                   decode=lambda parsed, c=call: item_judge.decode(c, parsed)))
+                                   decode=lambda parsed, c=call, d=decoder: d.decode(c, parsed)))
     return tasks
 
 
@@ -267,13 +276,25 @@ def synthetic_records(judge: SyntheticJudge, items: list[GoldItem], config: Eval
             if key in store:
                 summary.skipped += 1
                 continue
-            levels = {it.id: judge.level(it.label or "none", config.seed, it.id, variant, k) for it in members}
+            levels = {it.id: synthetic_label(judge, it, config.seed, variant, k) for it in members}
             store.append({"key": key, "preset": judge.name, "item_id": None if config.batch else unit,
                           "item_ids": [it.id for it in members], "variant": variant, "seed_index": k,
                           "temperature": 0.0, "judge": "synthetic", "judge_model": judge.name,
                           "label": {"levels": levels, "evidence": {}}, "failure": None, "text": None, "call": None})
             summary.done += 1
     return summary
+
+
+def synthetic_label(judge: SyntheticJudge, item: GoldItem, seed: int, variant: str, k: int) -> str:
+    """A synthetic judge's answer in the item's judge's labels: its leak level flipped at the judge's
+    rates (``LabelSpace.ordinal``), turned back into that judge's label."""
+    space = label_space(item.judge)
+    truth = item.label or space.labels[0]
+    got = judge.level(space.ordinal[truth], seed, item.id, variant, k)
+    if got == space.ordinal[truth]:
+        return truth
+    return next((lv for lv in space.labels if space.ordinal[lv] == got),
+                next(lv for lv in space.labels if (space.ordinal[lv] == "none") == (got == "none")))
 
 
 def record_items(record: dict[str, Any]) -> list[str]:
@@ -290,10 +311,10 @@ def level_of(record: dict[str, Any], item_id: str | None = None) -> str | None:
 
 async def evaluate_judge(judge: str, client: StructuredClient, items: list[GoldItem], config: EvalConfig,
                          store: JsonlStore, item_judge: ItemJudge,
-                         show_progress: bool | None = None) -> JudgeRunSummary:
+                         show_progress: bool | None = None, gold_judge: Any = None) -> JudgeRunSummary:
     planned = {task_key(judge, unit, v, k) for unit, _, _ in units(items, config) for v, k in planned_runs(config)}
     before = len(planned & store.keys())
-    tasks = eval_tasks(judge, items, config, store, item_judge)
+    tasks = eval_tasks(judge, items, config, store, item_judge, gold_judge)
     summary = await run_judge_tasks(client, tasks, store, show_progress=show_progress, record_of=answer_record)
     summary.total, summary.skipped = len(planned), summary.skipped + before
     return summary
@@ -344,8 +365,25 @@ def probe_hash(item_judge: ItemJudge) -> str:
     return schema_hash({"messages": call.messages, "schema": call.schema})
 
 
+def gold_judge_probe_hash(gold_judge: Any, item: GoldItem) -> str:
+    """``probe_hash`` for a judge other than the item judge: its call for the set's first item."""
+    call = gold_judge.call(item, item.messages, target="probe")
+    return schema_hash({"messages": call.messages, "schema": call.schema})
+
+
+def bench_judge_of(items: Sequence[GoldItem], where: str | Path) -> str:
+    """The one benchmark judge a gold set's items ask about ("" = the item judge); a mix is an error."""
+    from localbench.errors import UserError
+
+    names = sorted({it.judge or "" for it in items})
+    if len(names) > 1:
+        raise UserError(f"{where}: items of several judges ({', '.join(n or 'item judge' for n in names)}); "
+                        "an eval measures one judge: give one judge's gold file")
+    return names[0] if names else ""
+
+
 def prepare(gold: str | Path, out: str | Path, config: EvalConfig, item_judge: ItemJudge,
-            rubric_files: Sequence[Path] = ()) -> list[GoldItem]:
+            rubric_files: Sequence[Path] = (), gold_judge: Any = None) -> list[GoldItem]:
     """Validate the gold set, copy it into <out>, and record the config.
 
     A rerun into the same <out> may add judges, seeds and variants; it must ask the same gold set
@@ -354,6 +392,13 @@ def prepare(gold: str | Path, out: str | Path, config: EvalConfig, item_judge: I
     the run's judge stage hashes them into spec.yaml.
     """
     items = read_gold(gold)
+    from localbench.errors import UserError
+
+    named = bench_judge_of(items, gold)
+    if named and (gold_judge is None or gold_judge.name != named):
+        raise UserError(f"{gold}: its items ask about the '{named}' judge"
+                        + (f", not '{gold_judge.name}'" if gold_judge is not None else
+                           "; ask it with that judge (`judges eval` reads the name from the file)"))
     outp = Path(out)
     outp.mkdir(parents=True, exist_ok=True)
     config.gold, config.gold_hash = str(gold), gold_hash(gold)
@@ -366,9 +411,16 @@ def prepare(gold: str | Path, out: str | Path, config: EvalConfig, item_judge: I
     config.templates_hash = templates_hash()
     from localbench.judging.rubrics import rubric_hash
 
-    config.rubric, config.judge_metrics = item_judge.rubric, item_judge.metrics
+    if gold_judge is not None and not gold_judge.item_judge:
+        config.rubric, config.judge_metrics = gold_judge.rubric, gold_judge.metrics
+        config.bench_judge, config.batch = gold_judge.name, False  # one item per call (docs/judges.md)
+        config.prompt_hash = gold_judge_probe_hash(gold_judge, items[0])
+    else:
+        config.rubric, config.judge_metrics = item_judge.rubric, item_judge.metrics
+        config.bench_judge = gold_judge.name if gold_judge is not None else config.bench_judge
+        config.prompt_hash = probe_hash(item_judge)
+    config.positive = label_space(named or None).positive
     config.rubric_hash = rubric_hash(config.rubric)
-    config.prompt_hash = probe_hash(item_judge)
     if rubric_files:
         from localbench.judging.rubrics import judges_dir
         from localbench.runlog import file_hashes
@@ -382,6 +434,9 @@ def prepare(gold: str | Path, out: str | Path, config: EvalConfig, item_judge: I
         if old.get("gold_hash") != config.gold_hash:
             raise UserError(f"{out}: this eval directory holds results for another gold set "
                             f"({old.get('gold')}); use a new --out")
+        if (old.get("bench_judge") or "") not in ("", config.bench_judge) and config.bench_judge:
+            raise UserError(f"{out}: this eval directory measures the '{old.get('bench_judge')}' judge, not "
+                            f"'{config.bench_judge}'; use a new --out")
         if old.get("benchmark", DEFAULT_BENCHMARK) != config.benchmark:  # evals before the field: the default's
             raise UserError(f"{out}: this eval directory holds answers to the '{old.get('benchmark', DEFAULT_BENCHMARK)}' "
                             f"benchmark's judge, not '{config.benchmark}'; use a new --out")
@@ -444,17 +499,21 @@ def _settings_in_use(old: dict, new: dict) -> list[str]:
 
 async def run_eval(gold: str | Path, out: str | Path, config: EvalConfig, item_judge: ItemJudge,
                    judges: list[str] | None = None, clients: dict[str, StructuredClient] | None = None,
-                   show_progress: bool | None = None, rubric_files: Sequence[Path] = ()) -> dict[str, JudgeRunSummary]:
+                   show_progress: bool | None = None, rubric_files: Sequence[Path] = (),
+                   gold_judge: Any = None) -> dict[str, JudgeRunSummary]:
     """Every judge over every gold item, one judge (one engine) at a time; returns per-judge summaries.
 
     ``item_judge`` is the benchmark's (``get_benchmark(config.benchmark).item_judge``). ``clients``
     may supply ready clients by preset name (tests, or a caller that already holds an engine);
     otherwise each judge's engine is opened and closed in turn. ``rubric_files`` are the
     benchmark's (``Benchmark.rubric_files()``), hashed into eval.json with each judge's model identity.
+    ``gold_judge`` (``judge_gold.GoldJudge``) names the benchmark judge measured; one other than the
+    item judge is asked with its own call, one item per call (``eval_tasks``).
     """
     todo = judges or config.judges
     config.judges = list(todo)
-    items = prepare(gold, out, config, item_judge, rubric_files)
+    items = prepare(gold, out, config, item_judge, rubric_files, gold_judge)
+    other = gold_judge if gold_judge is not None and not gold_judge.item_judge else None
     store = JsonlStore(Path(out) / JUDGMENTS)
     summaries = {}
     for judge in todo:
@@ -467,7 +526,8 @@ async def run_eval(gold: str | Path, out: str | Path, config: EvalConfig, item_j
         client = (clients or {}).get(judge) or open_judge(judge, config, Path(out))
         try:
             record_judge_model(Path(out), config, judge, client)
-            summaries[judge] = await evaluate_judge(judge, client, items, config, store, item_judge, show_progress)
+            summaries[judge] = await evaluate_judge(judge, client, items, config, store, item_judge, show_progress,
+                                                    other)
         finally:
             if not clients or judge not in clients:
                 await client.aclose()
@@ -484,15 +544,21 @@ class EvalData:
     gold: list[GoldItem]
     records: list[dict[str, Any]] = field(default_factory=list)
     n_gold: int = 0
+    space: LabelSpace = LEVEL_SPACE  # the measured judge's labels; ``gold`` and ``labels`` are in its level view
 
-    def labels(self, judge: str, variant: str = "base", seed_index: int = 0) -> dict[str, str | None]:
-        """{item id: level or None} for every asked gold item (None = failed or not judged yet)."""
+    def judge_labels(self, judge: str, variant: str = "base", seed_index: int = 0) -> dict[str, str | None]:
+        """{item id: label or None} in the judge's own labels (None = failed or not judged yet)."""
         got: dict[str, str | None] = {}
         for r in self.records:
             if r["preset"] == judge and r["variant"] == variant and r["seed_index"] == seed_index:
                 for i in record_items(r):
                     got[i] = level_of(r, i)
         return {it.id: got.get(it.id) for it in self.gold}
+
+    def labels(self, judge: str, variant: str = "base", seed_index: int = 0) -> dict[str, str | None]:
+        """{item id: level or None} for every asked gold item (None = failed or not judged yet); a judge
+        with its own labels (abstraction, task) read as leak levels (``LabelSpace.ordinal``)."""
+        return {i: self.space.level(v) for i, v in self.judge_labels(judge, variant, seed_index).items()}
 
     def judged(self, judge: str) -> int:
         return sum(1 for r in self.records if r["preset"] == judge)
@@ -522,4 +588,13 @@ def load_eval(out: str | Path) -> EvalData:
     config = EvalConfig(**{k: v for k, v in raw.items() if k in EvalConfig.__dataclass_fields__})
     store = JsonlStore(p / JUDGMENTS)
     items = read_gold(p / GOLD_COPY)
-    return EvalData(p, config, asked(items, config), list(store.read()), n_gold=len(items))
+    space = label_space(bench_judge_of(items, p / GOLD_COPY) or None)
+    return EvalData(p, config, level_view(asked(items, config)), list(store.read()), n_gold=len(items), space=space)
+
+
+def level_view(items: list[GoldItem]) -> list[GoldItem]:
+    """Gold items labelled as leak levels (``GoldItem.level``), the judge's own label kept in
+    ``meta.judge_label``: what the agreement and reliability code reads, for every judge alike."""
+    return [it if it.judge is None else
+            it.model_copy(update={"label": it.level, "meta": {**it.meta, "judge_label": it.label}})
+            for it in items]
