@@ -26,7 +26,7 @@ from localbench.benchmarks import Benchmark
 from localbench.errors import IncompleteRun, UserError, yaml_error
 from localbench.registry import get_benchmark
 from localbench.runlog import (RunDir, RunPaths, Transcript, changed_files, file_hashes, judge_of, resume_judge,
-                               run_lock, same_judge)
+                               recorded_judge, run_lock)
 from localbench.spec import NO_JUDGE, RunSpec, parse_spec
 
 
@@ -59,11 +59,13 @@ def benchmark_of(spec: RunSpec) -> Benchmark:
 @dataclass
 class Resolved:
     """What a command resolves once and hands down to its stages: the spec's benchmark, its
-    simulator and the scenarios that simulator loads (on first use, so a stage's checks still come
-    before a load's errors)."""
+    simulator, the scenarios that simulator loads (on first use, so a stage's checks still come
+    before a load's errors) and the run plan (``runtime.plan``: each role's preset, engine, URL and
+    memory share, built once by ``plan_stages``)."""
 
     spec: RunSpec
     engines: dict[tuple[str, str], Any] = field(default_factory=dict)  # (role, preset) -> RoleServing, once checked
+    plan: Any = None  # the RunPlan, once planned
     bm: Benchmark = field(init=False)
     simulator: Any = field(init=False)
     _loaded: tuple[list[Any], int] | None = field(default=None, init=False, repr=False)
@@ -104,9 +106,11 @@ def simulate_stage(spec: RunSpec, progress: bool | None = None, along: "JudgeAlo
 
     res = res or Resolved(spec)
     summary = simulate(spec, res.simulator, progress=progress, along=along, scripted=res.bm.scripted_backend,
-                       load=res.load, engines=res.engines,
+                       load=res.load, engines=res.engines, plan=res.plan,
                        preflight=(lambda scenarios: preflight_outputs(spec, res.bm, scenarios, pipelined=along is not None))
                        if spec.serving.preflight else None)
+    if res.plan is not None:
+        record_plan(res.plan, summary.run_dir)
     log(summary.line())  # how many ran now and how many a resumed run found already done
     if along is not None and along.summary_line:
         log(along.summary_line)
@@ -183,11 +187,21 @@ def _judge_rubrics(spec: RunSpec) -> dict[str, str]:
     return file_hashes(benchmark_of(spec).rubric_files(), judges_dir())
 
 
-def _record_judge(spec: RunSpec, rd: RunDir, client, rubrics: dict[str, str]) -> None:
+def record_plan(plan, run_dir: str | Path) -> None:
+    """plan.json beside spec.yaml, and its hash in spec.yaml's ``plan`` section (written once the
+    simulate stage has checked the directory holds this run, never over another run's plan)."""
+    import hashlib
+
+    path = plan.write(run_dir)
+    RunDir(run_dir).update_provenance("plan", {"file": path.name, "judge_phase": plan.judge_phase,
+                                               "sha256": hashlib.sha256(path.read_bytes()).hexdigest()})
+
+
+def _record_judge(spec: RunSpec, rd: RunDir, client, rubrics: dict[str, str], model: str | None = None) -> None:
     from localbench.judging.runner import JUDGE_TEMPERATURE
 
     rd.update_provenance("judge", {
-        "model": spec.judge_model, "identity": client.backend.identity.__dict__,
+        "model": model or spec.judge_model, "identity": client.backend.identity.__dict__,
         "engine": client.backend.describe(), "rubrics": rubrics,
         "max_tokens": spec.judge_max_tokens, "temperature": JUDGE_TEMPERATURE,
         "concurrency": judge_concurrency(spec, client),
@@ -211,17 +225,19 @@ async def _judge(spec: RunSpec, rd: RunDir, progress: bool | None, res: Resolved
         raise UserError(f"{rd.path}: no transcripts to judge (run `localbench simulate` first)")
     scenarios = res.scenarios
     rubrics = _judge_rubrics(spec)
-    _keep_one_judge(spec, rd, rubrics)
+    judge = spec.design.judge_role
+    plan = res.plan if res.plan is not None and judge in res.plan.served else None
+    _keep_one_judge(spec, rd, rubrics, plan)
     client = (StructuredClient(backend, cache=run_cache(spec, rd.path), max_retries=spec.serving.max_retries)
-              if backend is not None else client_for(spec, spec.design.judge_role, rd.path, engines=res.engines))
+              if backend is not None else client_for(spec, judge, rd.path, engines=res.engines, plan=plan))
     try:
         if spec.serving.preflight:  # the judge's engine takes each of its schemas, before the first call
             from localbench.runtime.preflight import check_engines
 
-            judge = spec.design.judge_role
             await check_engines([(client, judge, res.bm.preflight_outputs(spec, list(scenarios.values())).get(judge, []))])
-        _record_judge(spec, rd, client, rubrics)
-        log(f"judging {len(transcripts)} simulations with {spec.judge_model}")
+        model = plan.judge_model if plan is not None else spec.judge_model
+        _record_judge(spec, rd, client, rubrics, model)
+        log(f"judging {len(transcripts)} simulations with {model}")
         _say_self_judging(spec, res)
         summary = await judge_transcripts(spec, transcripts, scenarios, client, rd.judgments(), show_progress=progress)
         log(_judged_line(summary, time.monotonic() - t0))
@@ -259,11 +275,13 @@ class JudgeAlong:
         self._client = clients.for_role(self.spec.design.primary_role)
         self._scenarios = self.res.scenarios
         self._rubrics = _judge_rubrics(self.spec)
-        _keep_one_judge(self.spec, self.rd, self._rubrics)
-        _record_judge(self.spec, self.rd, self._client, self._rubrics)
+        plan = self.res.plan
+        _keep_one_judge(self.spec, self.rd, self._rubrics, plan)
+        model = plan.judge_model if plan is not None else self.spec.judge_model
+        _record_judge(self.spec, self.rd, self._client, self._rubrics, model)
         self._store = self.rd.judgments()
         self._total = JudgeRunSummary()
-        log(f"judging each simulation as it ends, with {self.spec.judge_model} (the agent's engine)")
+        log(f"judging each simulation as it ends, with {model} (the agent's engine)")
         _say_self_judging(self.spec, self.res)
 
     def add(self, transcript: Transcript) -> None:
@@ -299,17 +317,21 @@ def _say_self_judging(spec: RunSpec, res: Resolved) -> None:
     """The judge stage's one line when the judge is the agent's own model (``judging.sanity``)."""
     from localbench.judging.sanity import self_judging_message
 
-    if line := self_judging_message(spec, scripted=res.bm.scripted_backend):
+    plan = res.plan
+    if line := self_judging_message(spec, plan.judge_model if plan is not None else None, res.bm.scripted_backend,
+                                    plan.model_for(spec.design.primary_role) if plan is not None else None):
         log(f"warning: {line}")
 
 
-def shares_engine(spec: RunSpec) -> bool:
-    """Whether the judge is the agent's model on the agent's engine (so ``run`` may pipeline them)."""
+def shares_engine(spec: RunSpec, models: dict[str, str] | None = None) -> bool:
+    """Whether the judge is the agent's model on the agent's engine (so ``run`` may pipeline them);
+    ``models``: each role's preset, where already looked up (``plan_stages``)."""
     agent, judge = spec.design.primary_role, spec.design.judge_role
-    return spec.model_for(agent) == spec.model_for(judge) and spec.url_for(agent) == spec.url_for(judge)
+    model = models.__getitem__ if models is not None else spec.model_for
+    return model(agent) == model(judge) and spec.url_for(agent) == spec.url_for(judge)
 
 
-def _keep_one_judge(spec: RunSpec, rd: RunDir, rubrics: dict[str, str]) -> None:
+def _keep_one_judge(spec: RunSpec, rd: RunDir, rubrics: dict[str, str], plan=None) -> None:
     """A run's judgments come from one judge model and one set of rubrics.
 
     Judgment keys name neither, so judging a half-judged run with another model or edited
@@ -318,7 +340,8 @@ def _keep_one_judge(spec: RunSpec, rd: RunDir, rubrics: dict[str, str]) -> None:
     """
     from localbench.serving.presets import load_preset
 
-    judge = load_preset(spec.judge_model).name
+    entry = plan.served.get(spec.design.judge_role) if plan is not None else None
+    judge = entry.preset.name if entry is not None and entry.preset is not None else load_preset(spec.judge_model).name
     models = {j.judge_model for j in rd.judgments().read()} - {"", "rule"}
     earlier = sorted(models - {judge})
     if earlier:
@@ -336,7 +359,7 @@ def judge_stage(spec: RunSpec, progress: bool | None = None, res: Resolved | Non
     (`localbench judge RUN --judge X`, then `localbench run` or `localbench judge RUN`, resumes X)."""
     rd = RunDir(spec.run_dir)
     spec = resume_judge(spec, rd)
-    if not spec.judged:
+    if not (res.plan.judged if res is not None and res.plan is not None else spec.judged):
         check_judging(spec)
         log(f"judging off (--judge {NO_JUDGE}): no judge call; scores from the rule-based part alone")
         return
@@ -436,19 +459,20 @@ def report_stage(spec: RunSpec) -> Path:
     return path
 
 
-def pipelined(spec: RunSpec) -> bool:
+def pipelined(spec: RunSpec, models: dict[str, str] | None = None) -> bool:
     """``run`` judges along the simulations when the judge shares the agent's engine, unless
     ``LOCALBENCH_STAGED_JUDGING=1`` (bench/ compares the two)."""
     import os
 
-    return shares_engine(spec) and os.environ.get("LOCALBENCH_STAGED_JUDGING", "") not in ("1", "true")
+    return shares_engine(spec, models) and os.environ.get("LOCALBENCH_STAGED_JUDGING", "") not in ("1", "true")
 
 
-def check_judging(spec: RunSpec) -> None:
+def check_judging(spec: RunSpec, judge: str | None = None) -> None:
     """Refuse a judge the run cannot have: no judge (`--judge none`) for a benchmark whose scores
-    need one, or a scripted agent (no model) as the judge."""
+    need one, or a scripted agent (no model) as the judge; ``judge``: its preset, where already
+    looked up."""
     bm = benchmark_of(spec)
-    judge = spec.judge_model
+    judge = judge or spec.judge_model
     if judge == NO_JUDGE and not bm.judge_optional:
         raise UserError(f"field 'models.{spec.design.judge_role}': {spec.design.title} cannot score without a judge "
                         f"(--judge {NO_JUDGE} is for benchmarks with rule-based scores); give a judge preset")
@@ -457,24 +481,52 @@ def check_judging(spec: RunSpec) -> None:
                         f"cannot judge; give --judge PRESET, or --judge {NO_JUDGE} for no judge")
 
 
-def model_roles(spec: RunSpec) -> list[str]:
-    """The roles played by a model: not a scripted agent's, nor the judge's with no judge."""
+def model_roles(spec: RunSpec, models: dict[str, str] | None = None) -> list[str]:
+    """The roles played by a model: not a scripted agent's, nor the judge's with no judge;
+    ``models``: each role's preset, where already looked up."""
     bm = benchmark_of(spec)
+    models = models if models is not None else {r: spec.model_for(r) for r in spec.design.role_names}
+    judge = spec.design.judge_role
     return [r for r in spec.design.role_names
-            if not (r == spec.design.judge_role and not spec.judged) and bm.scripted_backend(spec.model_for(r)) is None]
+            if not (r == judge and models[judge] == NO_JUDGE) and bm.scripted_backend(models[r]) is None]
+
+
+def plan_stages(spec: RunSpec, res: Resolved, roles: list[str] | None = None, staged: bool = False,
+                recorded: str | None = None, check_judge: bool = True):
+    """The run plan (``runtime.plan``), built once for every stage and kept in ``res``: each role's
+    preset looked up once, the judge checked, and every role played by a model (``roles``: those of
+    these alone) checked to run here and given its engine, URL and memory share. ``staged``: the judge
+    never pipelined into the agent's engine; ``recorded``: the judge a run's judge stage recorded,
+    which goes on (staged) where the spec names none (``runlog.resume_judge``'s rule); ``check_judge``:
+    refuse a judge the run cannot have now (``check_judging``; not for `localbench simulate`)."""
+    from localbench.runtime.plan import plan_run
+
+    models = {r: spec.model_for(r) for r in spec.design.role_names}
+    judge_role = spec.design.judge_role
+    if recorded and recorded != models[judge_role]:
+        staged = True
+        if spec.models.get(judge_role) is None:
+            models[judge_role] = recorded
+    if check_judge:
+        check_judging(spec, models[judge_role])
+    along = not staged and models[spec.design.judge_role] != NO_JUDGE and pipelined(spec, models)
+    names = [r for r in model_roles(spec, models) if roles is None or r in roles]
+    res.plan = plan_run(spec, names, pipelined=along,
+                        models=models)
+    return res.plan
 
 
 def run_all(spec: RunSpec, progress: bool | None = None, res: Resolved | None = None) -> Path:
     """simulate → judge → score → report; returns the report path. Every model is checked first,
     so a judge that cannot run here fails now, not after the simulations. ``res``: the command's."""
-    from localbench.runtime.clients import check_models
+    from localbench.runtime.plan import PIPELINED
 
     res = res or Resolved(spec)  # the scenarios loaded, and each role's engine chosen, once for every stage
-    check_judging(spec)
-    res.engines.update(check_models(spec, model_roles(spec)))
+    # a judge chosen earlier with `localbench judge RUN --judge X` goes on (staged), unless the spec names one
+    plan = plan_stages(spec, res, recorded=recorded_judge(RunDir(spec.run_dir).read_spec())
+                       if RunPaths(spec.run_dir).spec_file.exists() else None)
     with run_lock(spec.run_dir):  # held across the stages (each also asks for it when run alone)
-        rd = RunDir(spec.run_dir)
-        if same_judge(spec, rd) and spec.judged and pipelined(spec):  # (a judge chosen earlier with `localbench judge`: staged)
+        if plan.judge_phase == PIPELINED:
             simulate_stage(spec, progress, along=JudgeAlong(spec, progress, res), res=res)
         else:
             simulate_stage(spec, progress, res=res)

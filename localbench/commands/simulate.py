@@ -22,7 +22,7 @@ def register(app: typer.Typer) -> None:
                  request_timeout: F.RequestTimeout = None, first_byte_timeout: F.FirstByteTimeout = None,
                  setting: F.Setting = None, named_conditions: dict[str, str] | None = None) -> None:
         """Simulate every (scenario × condition × seed) and append each finished one to transcripts.jsonl."""
-        from localbench.registry import get_benchmark
+        from localbench.pipeline import Resolved, plan_stages
         from localbench.runtime.harness import simulate as run_simulations
 
         spec = F.spec_from_flags(
@@ -32,7 +32,14 @@ def register(app: typer.Typer) -> None:
             setting=setting, named_conditions=named_conditions,
             **{"serving.max_concurrency": concurrency, "serving.request_timeout_s": request_timeout,
                "serving.first_byte_timeout_s": first_byte_timeout})
-        summary = run_simulations(spec, get_benchmark(spec.benchmark).simulator(), progress=progress)
+        res = Resolved(spec)  # the scenarios loaded once; the simulation roles planned once (plan.json)
+        plan = plan_stages(spec, res, roles=spec.design.simulation_roles, staged=True, check_judge=False)
+        summary = run_simulations(spec, res.simulator, progress=progress, scripted=res.bm.scripted_backend,
+                                  load=res.load, plan=plan)
+        if summary.transcripts.exists():
+            from localbench.pipeline import record_plan
+
+            record_plan(plan, summary.run_dir)
         typer.echo(summary.line())
         if summary.transcripts.exists():  # none yet when the engine failed before any simulation ended
             typer.echo(f"transcripts: {summary.transcripts}")

@@ -198,12 +198,14 @@ def _preset_name(name: str) -> str:
         return name
 
 
-def self_judging(spec: RunSpec, judge: str | None = None, scripted: Scripted | None = None) -> bool:
-    """Whether ``judge`` (default: the spec's) is the model that plays the spec's primary role."""
+def self_judging(spec: RunSpec, judge: str | None = None, scripted: Scripted | None = None,
+                 agent: str | None = None) -> bool:
+    """Whether ``judge`` (default: the spec's) is the model that plays the spec's primary role
+    (``agent``: that model, where the run plan already looked it up)."""
     from localbench.judging.synthetic import is_synthetic
 
     judge = judge or spec.judge_model
-    agent = spec.model_for(spec.design.primary_role)
+    agent = agent or spec.model_for(spec.design.primary_role)
     if judge in (NO_JUDGE, "rule") or spec.rule_judge or is_synthetic(judge):
         return False
     if scripted is not None and (scripted(judge) is not None or scripted(agent) is not None):
@@ -211,9 +213,10 @@ def self_judging(spec: RunSpec, judge: str | None = None, scripted: Scripted | N
     return judge == agent or _preset_name(judge) == _preset_name(agent)
 
 
-def self_judging_message(spec: RunSpec, judge: str | None = None, scripted: Scripted | None = None) -> str | None:
+def self_judging_message(spec: RunSpec, judge: str | None = None, scripted: Scripted | None = None,
+                         agent: str | None = None) -> str | None:
     """The one line that says a run is self-judging (see the module docstring), or None."""
-    if not self_judging(spec, judge, scripted):
+    if not self_judging(spec, judge, scripted, agent):
         return None
     return (f"self-judging: the judge ({judge or spec.judge_model}) is also the {spec.design.primary_role}'s model "
             "(the default when no judge is given), so it grades transcripts it wrote and may favour them; give "
@@ -221,11 +224,11 @@ def self_judging_message(spec: RunSpec, judge: str | None = None, scripted: Scri
 
 
 def self_judging_warning(spec: RunSpec, judgments: Iterable[Judgment], checks: JudgeChecks, judge: str | None = None,
-                         scripted: Scripted | None = None) -> JudgeWarning | None:
+                         scripted: Scripted | None = None, agent: str | None = None) -> JudgeWarning | None:
     """The score stage's warning for a self-judging run: its metrics, once a model has judged, are the
     design's leakage metrics and those the benchmark declares for each judge that answered (rule
     labels are not a model's); a run its judge never answered is still warned, with nothing marked."""
-    message = self_judging_message(spec, judge, scripted)
+    message = self_judging_message(spec, judge, scripted, agent)
     if message is None:
         return None
     judged = [j for j in judgments if j.judge_model not in ("", "rule")]

@@ -6,12 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from localbench.serving.cache import ResponseCache
 from localbench.serving.client import StructuredClient
-from localbench.serving.session import RoleServing, check_models_here, open_cache, open_client
+from localbench.serving.session import RoleServing, open_cache, open_client
 from localbench.spec import RunSpec
+
+if TYPE_CHECKING:
+    from localbench.runtime.plan import RunPlan
 
 
 def run_cache(spec: RunSpec, run_dir: str | Path) -> ResponseCache | None:
@@ -20,40 +23,30 @@ def run_cache(spec: RunSpec, run_dir: str | Path) -> ResponseCache | None:
 
 
 Engines = Mapping[tuple[str, str], RoleServing]
-"""(role, preset) -> how ``check_models`` chose to serve it (engine, memory share): the serving plan
-a command makes once and its clients open on."""
+"""(role, preset) -> how ``check_models`` chose to serve it: a run plan's entries (``runtime.plan``)
+by role and preset, for a caller that has no plan."""
 
 
 def client_for(spec: RunSpec, role: str, run_dir: str | Path, cache: ResponseCache | None = None,
-               engines: Engines | None = None) -> StructuredClient:
-    """A client for the preset that plays ``role`` (one of the design's roles), served as
-    ``engines`` planned it (else chosen now)."""
+               engines: Engines | None = None, plan: "RunPlan | None" = None) -> StructuredClient:
+    """A client for the preset that plays ``role`` (one of the design's roles): opened on the run
+    plan's entry for it where there is one (nothing looked up again), else as ``engines`` chose
+    (else chosen now)."""
+    cache = cache if cache is not None else run_cache(spec, run_dir)
+    if plan is not None:
+        return open_client(plan.entry(role), spec.serving, cache=cache, role=role)
     preset = spec.model_for(role)
-    plan = (engines or {}).get((role, preset))
-    return open_client(preset, spec.serving, spec.url_for(role),
-                       cache if cache is not None else run_cache(spec, run_dir), role=role,
-                       engine=plan.engine if plan else None,
-                       gpu_memory_utilization=plan.gpu_memory_utilization if plan else None)
+    chosen = (engines or {}).get((role, preset))
+    return open_client(chosen if chosen is not None else preset, spec.serving, spec.url_for(role), cache, role=role)
 
 
 def check_models(spec: RunSpec, roles: Iterable[str] | None = None) -> dict[tuple[str, str], RoleServing]:
     """Refuse at once a role (default: every role of the design) whose model cannot run here;
-    returns how each is served (``Engines``). The GPU is split only among engines open at the same
-    time (``open_together``)."""
-    names = list(roles) if roles is not None else list(spec.design.role_names)
-    models = {r: spec.model_for(r) for r in names}
-    chosen = check_models_here(models, spec.serving, {r: spec.url_for(r) for r in names}, open_together(spec, names))
-    return {(r, models[r]): e for r, e in chosen.items()}
+    returns how each is served (``Engines``: the entries of the run plan ``plan_run`` builds)."""
+    from localbench.runtime.plan import plan_run
 
-
-def open_together(spec: RunSpec, roles: Iterable[str]) -> list[list[str]]:
-    """The groups of ``roles`` whose engines are open at the same time: the simulation roles (one
-    engine per distinct preset, all open while simulations run), then every other role alone. The
-    judge's stage opens its engine after the simulations' engines have closed (a judge pipelined
-    into the simulations is the agent's own engine, not another), so it never shares the GPU."""
-    roles = list(roles)
-    simulating = [r for r in roles if r in spec.design.simulation_roles]
-    return [simulating, *[[r] for r in roles if r not in simulating]]
+    plan = plan_run(spec, roles)
+    return {(r, plan.models[r]): e for r, e in plan.served.items()}
 
 
 @dataclass
@@ -69,20 +62,22 @@ class RoleClients:
     @classmethod
     def open(cls, spec: RunSpec, roles: Iterable[str], run_dir: str | Path,
              aliases: Mapping[str, str] | None = None,
-             scripted: Callable[[str], Any | None] | None = None, engines: Engines | None = None) -> "RoleClients":
+             scripted: Callable[[str], Any | None] | None = None, engines: Engines | None = None,
+             plan: "RunPlan | None" = None) -> "RoleClients":
         """``scripted``: preset -> a backend that plays it with no model, or None (the benchmark's
         ``scripted_backend``, handed down by the pipeline); such a client is uncached (its replies
-        follow the simulation's state, not the prompt alone) and never retried."""
+        follow the simulation's state, not the prompt alone) and never retried. ``plan``: the run's
+        (each role's preset and engine as planned, nothing looked up again)."""
         cache = run_cache(spec, run_dir)
         by_preset: dict[str, StructuredClient] = {}
         by_role: dict[str, StructuredClient] = {}
         try:
             for role in roles:
-                preset = spec.model_for(role)
+                preset = plan.model_for(role) if plan is not None else spec.model_for(role)
                 if preset not in by_preset:
                     backend = scripted(preset) if scripted is not None else None
                     by_preset[preset] = (StructuredClient(backend, cache=None, max_retries=0) if backend is not None
-                                         else client_for(spec, role, run_dir, cache=cache, engines=engines))
+                                         else client_for(spec, role, run_dir, cache=cache, engines=engines, plan=plan))
                 by_role[role] = by_preset[preset]
         except BaseException:
             if cache is not None:

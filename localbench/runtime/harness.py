@@ -238,24 +238,26 @@ async def simulate_scenarios(spec: RunSpec, simulator: Simulator, scenarios: lis
 
 
 def open_clients(spec: RunSpec, simulator: Simulator, run_dir: str | Path | None = None,
-                 scripted: Callable[[str], Any | None] | None = None, engines: Engines | None = None) -> RoleClients:
+                 scripted: Callable[[str], Any | None] | None = None, engines: Engines | None = None,
+                 plan: Any = None) -> RoleClients:
     """One client per distinct preset among the design's simulation roles, sharing the run's cache;
     ``scripted``: the benchmark's scripted backends (``RoleClients.open``); ``engines``: the ones
-    the command chose (``check_models``)."""
+    the command chose (``check_models``); ``plan``: the run plan (``runtime.plan``) they open on."""
     return RoleClients.open(spec, spec.design.simulation_roles, run_dir if run_dir is not None else spec.run_dir,
-                            simulator.aliases, scripted, engines)
+                            simulator.aliases, scripted, engines, plan)
 
 
 def simulate(spec: RunSpec, simulator: Simulator, *, progress: bool | None = None,
              along: Along | None = None, scripted: Callable[[str], Any | None] | None = None,
              load: Callable[[RunSpec], tuple[list[Any], int]] | None = None,
-             engines: Engines | None = None,
+             engines: Engines | None = None, plan: Any = None,
              preflight: Callable[[list[Any]], Mapping[str, Sequence[OutputSpec]]] | None = None) -> SimulationSummary:
     """The whole stage in one call: load, check the directory, open the models, simulate, close;
     ``along``: work that follows each simulation on the same clients (see ``Along``); ``scripted``:
     preset -> a backend that plays it with no model, or None (``RoleClients.open``); ``load``: the
     scenarios as the command loaded them once (default: ``simulator.load``); ``engines``: the
-    engine chosen for each role once (``check_models``); ``preflight``: the scenarios -> role ->
+    engine chosen for each role once (``check_models``), or ``plan``: the run plan, each role's
+    preset and engine resolved once (``runtime.plan``); ``preflight``: the scenarios -> role ->
     the schemas each engine answers once first (``simulate_scenarios``)."""
     simulator.check(spec)
     scenarios, n_issues = (load or simulator.load)(spec)
@@ -265,7 +267,7 @@ def simulate(spec: RunSpec, simulator: Simulator, *, progress: bool | None = Non
     RunDir(spec.run_dir).check_same_run(spec, simulator.fingerprint(scenarios))  # before any model is loaded
 
     async def go() -> SimulationSummary:
-        clients = open_clients(spec, simulator, scripted=scripted, engines=engines)
+        clients = open_clients(spec, simulator, scripted=scripted, engines=engines, plan=plan)
         try:
             return await simulate_scenarios(spec, simulator, scenarios, clients, progress=progress,
                                             n_issues=n_issues, along=along,

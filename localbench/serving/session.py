@@ -38,12 +38,15 @@ def engine_for(preset: Preset, serving: EngineOptions, base_url: str | None) -> 
 
 @dataclass(frozen=True)
 class RoleServing:
-    """How one role's model is served in a run: the engine chosen for it and, for an in-process
-    vLLM engine that shares its GPU with others open at the same time, its memory share (None:
-    the preset's own)."""
+    """How one role's model is served in a run (a run plan's role entry, ``runtime.plan``): the
+    engine chosen for it, for an in-process vLLM engine that shares its GPU with others open at the
+    same time its memory share (None: the preset's own), the preset as loaded when the run was
+    planned, and the server it is reached at (the openai engine)."""
 
     engine: str
     gpu_memory_utilization: float | None = None
+    preset: Preset | None = None
+    url: str | None = None
 
 
 def check_models_here(models: Mapping[str, str], serving: EngineOptions, urls: Mapping[str, str | None],
@@ -67,7 +70,7 @@ def check_models_here(models: Mapping[str, str], serving: EngineOptions, urls: M
         if not found.usable:
             raise UserError(f"{role.replace('_', '-')} model '{name}' cannot run on this machine: {found.reason} "
                             "(`localbench models` lists the presets that can; --base-url uses a server instead)")
-    return {role: RoleServing(engines[role], shares.get(role)) for role in models}
+    return {role: RoleServing(engines[role], shares.get(role), presets[role], urls.get(role)) for role in models}
 
 
 def gpu_shares(presets: Mapping[str, Preset], engines: Mapping[str, str],
@@ -165,17 +168,27 @@ HF_BATCH = 32
 """The hf engine's forward-pass batch where ``serving.max_batch_size`` is unset."""
 
 
-def open_client(preset_name: str, serving: EngineOptions, base_url: str | None, cache: ResponseCache | None,
-                role: str = "", engine: str | None = None, gpu_memory_utilization: float | None = None) -> StructuredClient:
+def open_client(preset_name: str | RoleServing, serving: EngineOptions, base_url: str | None = None,
+                cache: ResponseCache | None = None, role: str = "", engine: str | None = None,
+                gpu_memory_utilization: float | None = None) -> StructuredClient:
     """A client for ``preset_name`` on ``engine``, else the one the serving options pick (``role``
     names it in errors); ``gpu_memory_utilization``: an in-process vLLM engine's share of a GPU it
-    shares (``check_models_here``), else the preset's own."""
-    preset = load_preset(preset_name)
-    engine = engine or engine_for(preset, serving, base_url)
+    shares (``check_models_here``), else the preset's own. Given a run plan's role entry
+    (``RoleServing``) instead of a name, it opens that entry's preset as loaded, on its engine, URL
+    and share, and looks nothing up again (``base_url``, ``engine`` and the share are then unused)."""
+    if isinstance(preset_name, RoleServing):
+        planned = preset_name
+        if planned.preset is None:
+            raise ValueError(f"role {role}: a run plan's entry carries the preset it loaded (check_models_here)")
+        preset = planned.preset
+        engine, base_url, gpu_memory_utilization = planned.engine, planned.url, planned.gpu_memory_utilization
+    else:
+        preset = load_preset(preset_name)
+        engine = engine or engine_for(preset, serving, base_url)
     opts: dict[str, Any]
     if engine == "openai":
         if not base_url:
-            raise UserError(f"serving.base_url is required with the openai engine (role {role or preset_name})")
+            raise UserError(f"serving.base_url is required with the openai engine (role {role or preset.name})")
         # the spec's bound, else the server's own (its card), never this machine's
         opts = {"base_url": base_url, "max_concurrency": serving.max_concurrency, "api_key": api_key(serving),
                 "timeout": serving.request_timeout_s, "first_byte_timeout": serving.first_byte_timeout_s}

@@ -38,10 +38,7 @@ def check_spec(spec: RunSpec) -> None:
         resolve_levels(spec.conditions)
     except LevelError as e:  # named as the spec's field, as the other benchmarks' level errors are
         raise SpecError(f"field 'conditions': {e}") from e
-    from localbench.serving.presets import load_preset
-
-    for role in spec.design.simulation_roles:
-        load_preset(spec.model_for(role))  # an unknown preset fails before anything is written
+    # an unknown preset is refused by the run plan, before anything is written (runtime.plan)
 
 
 def settings_for(spec: RunSpec, category: str) -> SimSettings:
