@@ -442,7 +442,10 @@ def sample_cmd(
 def eval_(
     judges: Optional[str] = typer.Option(None, "--judges", help=JUDGES_HELP),
     judge: list[str] = typer.Option([], "--judge", help=JUDGE_HELP),
-    gold: Path = typer.Option(..., "--gold", help="gold JSONL"),
+    gold: list[Path] = typer.Option(..., "--gold", help="gold JSONL; repeat for several benchmark judges' sets "
+                                                      "(e.g. gold.jsonl --gold gold.task.jsonl): one eval "
+                                                      "folder per judge under --out, OUT/<judge>, and a report "
+                                                      "with one section per judge"),
     out: Path = typer.Option(..., "--out", help="eval directory (resumable)"),
     batch: bool = typer.Option(True, "--batch-like-run/--one-per-call",
                                help="ask all of an owner's items in one call, as a run does (default), or each "
@@ -468,15 +471,47 @@ def eval_(
     cfg = EvalConfig(judges=_judges(judges, judge), seeds=seeds, shuffle=shuffle, pad=pad, pad_messages=pad_messages,
                      temperature=temperature, max_tokens=max_tokens, seed=seed, engine=engine, base_url=base_url,
                      benchmark=benchmark, batch=batch, sample=sample)
+    from dataclasses import replace
+
+    from localbench.errors import UserError
+
     bm = get_benchmark(benchmark)
-    gold_judge = _gold_judge_of(bm, gold)
-    summaries = asyncio.run(run_eval(gold, out, cfg, bm.item_judge, rubric_files=bm.rubric_files(),
-                                     gold_judge=gold_judge))
-    for j, s in summaries.items():
-        long = f" ({s.too_long} prompts too long for the judge's context, not sent)" if s.too_long else ""
-        typer.echo(f"{j}: {s.done} calls made, {s.skipped} already done, {s.failed} failed{long}")
+    measured = [(g, _gold_judge_of(bm, g)) for g in gold]
+    names = [gj.name for _, gj in measured]
+    if len(set(names)) < len(names):
+        raise UserError(f"--gold: two files ask about the same judge ({', '.join(names)}); give one per judge")
+    dirs = {gj.name: (out if len(measured) == 1 else out / gj.name) for _, gj in measured}
+    for g, gj in measured:
+        summaries = asyncio.run(run_eval(g, dirs[gj.name], replace(cfg, judges=list(cfg.judges)), bm.item_judge,
+                                         rubric_files=bm.rubric_files(), gold_judge=gj))
+        for j, s in summaries.items():
+            long = f" ({s.too_long} prompts too long for the judge's context, not sent)" if s.too_long else ""
+            prefix = f"{gj.name}: " if len(measured) > 1 else ""
+            typer.echo(f"{prefix}{j}: {s.done} calls made, {s.skipped} already done, {s.failed} failed{long}")
     if report:
-        _report(out, [], 1000)
+        if len(measured) == 1:
+            _report(out, [], 1000)
+        else:
+            _report_judges(out, dirs, 1000)
+
+
+def _report_judges(out: Path, dirs: dict[str, Path], resamples: int) -> None:
+    """Each judge's own report in its folder, and OUT/report.md with one section per judge."""
+    from localbench.judging.gold_eval import load_eval
+    from localbench.judging.reliability import reliability
+    from localbench.judging.report import write_judges_report, write_report
+
+    rels = {}
+    for name, d in dirs.items():
+        rels[name] = reliability(load_eval(d), n_resamples=resamples)
+        write_report(rels[name], d)
+    path = write_judges_report(rels, out)
+    for name, rel in rels.items():
+        from localbench.judging.report import verdict_lines
+
+        for line in verdict_lines(rel):
+            typer.echo(f"{name}: {line}")
+    typer.echo(str(path))
 
 
 def _gold_judge_of(bm, gold: Path):

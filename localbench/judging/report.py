@@ -138,6 +138,20 @@ def origin_lines(origin: str) -> list[str]:
             "that read construction templates do not apply to it."]
 
 
+def _rubric_of(cfg: dict) -> str:
+    return "the item-leakage rubric" if not cfg.get("positive") or "leak" in cfg["positive"] else "the rubric"
+
+
+def judge_line(cfg: dict) -> str:
+    """Which benchmark judge the eval measures, the metrics its labels feed, and the binary decision
+    its FPR/FNR are about (an eval before ``bench_judge``: the benchmark's item judge)."""
+    name = cfg.get("bench_judge") or "the item judge"
+    positive = cfg.get("positive") or "a leak (partial or full)"
+    return (f"Judge measured: **{name}** (the benchmark's judge of that name in a run's judgments.jsonl), feeding "
+            f"{cfg.get('judge_metrics') or 'the leakage metrics'}. Its FPR and FNR are about the decision "
+            f"*{positive}*; below, \"leak\" means that decision and none / partial / full its labels read as levels.")
+
+
 def _setup(rel: Reliability) -> Section:
     counts = ", ".join(f"{k}: {v}" for k, v in sorted(rel.gold_counts.items()))
     cfg = rel.config
@@ -154,7 +168,8 @@ def _setup(rel: Reliability) -> Section:
     return Section("Setup", text=[
         f"Gold set `{rel.gold}` ({of}; labels {counts}). Construction mix: {mix or 'n/a'}.{how}",
         *origin_lines(cfg.get("gold_origin") or ""),
-        f"Every judge answered with the item-leakage rubric of the benchmark `{cfg.get('benchmark', DEFAULT_BENCHMARK)}` "
+        judge_line(cfg),
+        f"Every judge answered with {_rubric_of(cfg)} of the benchmark `{cfg.get('benchmark', DEFAULT_BENCHMARK)}` "
         f"(`{cfg.get('rubric')}`, hash {cfg.get('rubric_hash')}) and its schema, {asked}. Seeds: {cfg.get('seeds')} "
         f"(seed 0 greedy, others at temperature {cfg.get('temperature')}); variants: "
         f"{', '.join(['base'] + (['shuffled'] if cfg.get('shuffle') else []) + (['padded'] if cfg.get('pad') else []))}.",
@@ -371,6 +386,20 @@ def write_report(rel: Reliability, out: str | Path) -> ReportPaths:
     (outp / "reliability.json").write_text(json.dumps(rel.to_dict(), indent=1, ensure_ascii=False), encoding="utf-8")
     (outp / "verdicts.txt").write_text("\n".join(verdict_lines(rel)) + "\n", encoding="utf-8")
     return ReportPaths(md_path, html_path, outp / "reliability.json", outp / "verdicts.txt", paths)
+
+
+def write_judges_report(rels: dict[str, Reliability], out: str | Path) -> Path:
+    """OUT/report.md for an eval of several benchmark judges: one section per judge (what it is, its
+    verdicts, and its own report in OUT/<judge>/), so every headline metric's judge is read in one place."""
+    lines = ["# Judge reliability, one section per benchmark judge", ""]
+    for name, rel in rels.items():
+        lines += [f"## {name}", "", judge_line(rel.config), ""]
+        lines += [f"- {line}" for line in verdict_lines(rel)]
+        lines += ["", f"Full report: `{Path(rel.eval_dir).name}/report.md` ({rel.n_items} gold items).", ""]
+    path = Path(out) / "report.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
 
 
 def _inline(text: str) -> Any:
