@@ -39,6 +39,7 @@ def plan_fit_rows(plan, gpu_name: str | None, strict: bool, where) -> list[dict]
     from localbench.errors import UserError
     from localbench.serving.fit import check_fit, gpu, gpu_of_gres
     from localbench.serving.presets import Preset, load_preset
+    from localbench.spec import NO_JUDGE
 
     rows: list[dict] = []
     spec_file = where
@@ -60,6 +61,8 @@ def plan_fit_rows(plan, gpu_name: str | None, strict: bool, where) -> list[dict]
                 raise UserError(f"{spec_file}: field 'slurm.gres' ({res.gres!r}) does not say which GPU (or names one "
                                 "with several memory sizes); give --gpu, e.g. --gpu A100-80GB")
         for role, name in roles.items():
+            if name == NO_JUDGE:  # judging off: no model
+                continue
             derived = plan.presets.get(Path(name))  # a tensor/pipeline parallel copy submit would write
             p = Preset.model_validate(derived) if derived is not None else load_preset(name)
             if not res.gpus or on is None:

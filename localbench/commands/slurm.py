@@ -172,6 +172,17 @@ def wait_url_cmd(
     raise typer.Exit(1)
 
 
+@slurm_app.command("wait-judge", hidden=True)
+def wait_judge_cmd(
+    url_file: Path = typer.Argument(..., help="the file a study's judge server job writes its URL to"),
+    timeout: float = typer.Option(14400.0, "--timeout"),
+) -> None:
+    """Wait until a study's judge server has written its URL and answers; print the URL (a merge job's step)."""
+    from localbench.slurm.judge_url import wait_for_judge
+
+    typer.echo(wait_for_judge(url_file, timeout))
+
+
 @slurm_app.command("usage")
 def usage_cmd(
     run_dir: Path = typer.Argument(..., help="the run directory"),

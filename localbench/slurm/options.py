@@ -196,6 +196,10 @@ class SlurmOptions(JobResources):
     after_merge: list[str] | None = None  # commands the dependent job runs after merging ({run})
     merge_job: MergeJob = Field(default_factory=MergeJob)  # the dependent job's own resources
     ray_timeout: int = Field(600, ge=1)  # multi-node: seconds to wait for every node to join the Ray cluster
+    # a judge served elsewhere (`study submit`'s judge server job): the merge job waits for this file,
+    # judges at the /v1 URL it holds (openai engine) and holds no GPU of its own
+    judge_url_file: str | None = None
+    judge_wait: int = Field(4 * 3600, ge=1)  # seconds the merge job waits for that file and server
 
     @field_validator("job_name")
     @classmethod
@@ -237,7 +241,8 @@ class SlurmOptions(JobResources):
             raise ValueError("serve_command must contain {port}")
         return v
 
-    @field_validator("venv", "conda_env", "workdir", "scratch", "hf_home", "vllm_cache", "localbench_cache")
+    @field_validator("venv", "conda_env", "workdir", "scratch", "hf_home", "vllm_cache", "localbench_cache",
+                     "judge_url_file")
     @classmethod
     def _path(cls, v: str | None, info) -> str | None:
         return None if v is None else no_newline(v, info.field_name)

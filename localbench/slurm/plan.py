@@ -16,7 +16,7 @@ from localbench.serving.presets import Preset, PresetError, load_preset
 from localbench.slurm.layout import RunLayout
 from localbench.slurm.options import JobResources, SlurmOptions, SlurmOptionsError, command_name, parse_options
 from localbench.slurm.shell import UnsafeValue, sbatch_value
-from localbench.spec import RunSpec
+from localbench.spec import NO_JUDGE, RunSpec
 
 SHARD_FIELDS = ("shard", "num_shards")
 
@@ -139,8 +139,9 @@ def make_plan(spec: RunSpec, where: str = "spec", workdir: str | Path | None = N
     else:
         agent_gpus = opts.agent_gpus if opts.tensor_parallel else 1
         judge_gpus = (opts.judge_gpus or opts.gpus) if opts.tensor_parallel else 1
-        roles = {r: _tp_preset(spec.model_for(r), judge_gpus if r == judge_role else agent_gpus, layout, presets,
-                               where, "judge_gpus" if r == judge_role and opts.judge_gpus else "gres")
+        roles = {r: spec.model_for(r) if spec.model_for(r) == NO_JUDGE else  # judging off: no preset to load
+                 _tp_preset(spec.model_for(r), judge_gpus if r == judge_role else agent_gpus, layout, presets,
+                            where, "judge_gpus" if r == judge_role and opts.judge_gpus else "gres")
                  for r in design.role_names}
     # what each shard's spec names: the primary role always; another role where the spec names it
     # (else it follows its default), the judge also where its tensor-parallel copy differs
@@ -163,10 +164,14 @@ def _plan_merge_job(plan: RunPlan, spec: RunSpec, where: str) -> None:
     opts = plan.options
     plan.merge_judges = any(command_name(c) == "judge" for c in opts.after_merge_commands())
     multi = (opts.merge_job.nodes or 1) > 1
-    plan.merge_judge_on_gpu = plan.merge_judges and (multi or _judge_on_gpu(spec))
+    remote = opts.judge_url_file is not None  # judged at another job's server: no GPU here
+    plan.merge_judge_on_gpu = plan.merge_judges and not remote and (multi or _judge_on_gpu(spec))
     plan.merge, plan.merge_extra = opts.merge_resources(plan.merge_judge_on_gpu, plan.merge_judges)
     opts.check_time_limits(where, plan.merge)
     if multi:
+        if remote:
+            raise SlurmOptionsError(f"{where}: field 'slurm.merge_job.nodes': the judge is served by another job "
+                                    "(slurm.judge_url_file), so the merge job serves no model across nodes")
         if not plan.merge_judges:
             raise SlurmOptionsError(f"{where}: field 'slurm.merge_job.nodes': the merge job runs no judge step "
                                     "(judge_per_shard or after_merge), so it has no model to serve across nodes")

@@ -193,6 +193,13 @@ def render_array(plan: RunPlan, shards: list[int] | None = None) -> RenderedJob:
     return RenderedJob("array", _env().get_template("array.sbatch.j2").render(**ctx))
 
 
+def _remote_judge_wait(url_file: str, timeout: int) -> dict[str, Any]:
+    """The merge step before a remote judge (``slurm.judge_url_file``): wait until the judge
+    server job has written its URL there and the server answers."""
+    code = f"localbench slurm wait-judge {quote(url_file)} --timeout {int(timeout)}"
+    return {"name": quote("wait-judge"), "code": quote(code), "serve_judge": False}
+
+
 def render_merge(plan: RunPlan) -> RenderedJob:
     """The dependent job: merge the shards, then the post-merge commands (the stages after
     simulation by default, ``slurm.after_merge`` when the spec sets them). On several nodes
@@ -206,6 +213,9 @@ def render_merge(plan: RunPlan) -> RenderedJob:
     for i, c in enumerate(cmds):
         shell_line(c, f"after_merge[{i}]")
         serve_judge = served and command_name(c) == "judge"
+        if o.judge_url_file and command_name(c) == "judge" and "--base-url" not in c:
+            after.append(_remote_judge_wait(o.judge_url_file, o.judge_wait))
+            c += f' --engine openai --base-url "$(cat {quote(o.judge_url_file)})"'
         if serve_judge and "{judge_url}" not in c and "--base-url" not in c:
             c += " --engine openai --base-url {judge_url}"
         code = _PLACEHOLDER.sub(lambda m: values[m.group(1)], c)

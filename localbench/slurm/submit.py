@@ -21,11 +21,11 @@ from localbench.slurm.status import SlurmError, run_status
 from localbench.spec import load_spec
 
 
-def sbatch(script: Path, args: list[str], workdir: Path) -> str:
-    """Submit one script; the job id (without a cluster suffix)."""
+def sbatch(script: Path, args: list[str], workdir: Path, script_args: list[str] | None = None) -> str:
+    """Submit one script (``script_args``: its own arguments); the job id (without a cluster suffix)."""
     try:
-        r = subprocess.run(["sbatch", "--parsable", *args, str(script)], capture_output=True, text=True,
-                           cwd=workdir, timeout=120)
+        r = subprocess.run(["sbatch", "--parsable", *args, str(script), *(script_args or [])], capture_output=True,
+                           text=True, cwd=workdir, timeout=120)
     except FileNotFoundError as e:
         raise SlurmError("sbatch not found: submit from a Slurm login node (or start one: scripts/slurm-up.sh)") from e
     if r.returncode != 0:

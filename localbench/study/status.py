@@ -86,6 +86,10 @@ def plan_lines(runs: list[PlannedRun], cells: list[Cell], on_gpu: bool) -> list[
     return lines
 
 
-def status_lines(cells: list[Cell]) -> list[str]:
+def status_lines(cells: list[Cell], cluster: dict[Path, str] | None = None) -> list[str]:
+    """One line per cell; ``cluster``: run directory -> what the Slurm cluster says of its jobs
+    (a submitted study, ``slurm.study_status``), shown beside what is on disk."""
     width = max(len(c.run.model) for c in cells)
-    return [f"  {c.run.benchmark:<10} {c.run.model:<{width}}  {c.state}" for c in cells]
+    return [f"  {c.run.benchmark:<10} {c.run.model:<{width}}  {c.state}"
+            + (f"  | cluster: {cluster[c.run.run_dir]}" if cluster and c.run.run_dir in cluster else "")
+            for c in cells]
