@@ -4,6 +4,8 @@
     localbench judges label gold.jsonl --annotator ana
     localbench judges gold merge gold.jsonl --labels a.jsonl --labels b.jsonl --out merged.jsonl
     localbench judges eval --judges smollm2-135m,qwen3-8b --gold gold.jsonl --out judge-eval --seeds 3 --shuffle --pad
+    localbench judges sample runs/asb-1234 --n 200 --out s && localbench judges label s/sample.jsonl --annotator ana
+    localbench judges gold import s/sample.labels.ana.jsonl --key s/private/key.jsonl --out real-gold.jsonl
     localbench judges rejudge runs/asb-1234 --judges qwen3-8b
     localbench judges report judge-eval --run runs/asb-1234
     localbench judges plant-run --out runs/planted && localbench judges rejudge runs/planted --judge noisy:0.1,0.2
@@ -404,7 +406,7 @@ def sample_cmd(
         src = next((r for r in sources if r.own), sources[0] if len(sources) == 1 else None)
     if src is None:
         have = ", ".join(r.judge for r in sources) or "none"
-        raise UserError(f"{run_dir}: no judgments {'of ' + repr(labels_of) if labels_of else 'of the run own judge'} "
+        raise UserError(f"{run_dir}: no judgments {'of ' + repr(labels_of) if labels_of else 'of the run’s own judge'} "
                         f"(judged by: {have}); name one with --labels-of")
     by_sim = by_simulation(src.records)
     frame = Frame([])
@@ -521,7 +523,12 @@ def _gold_judge_of(bm, gold: Path):
     from localbench.judging.gold_eval import bench_judge_of
     from localbench.judging.judge_gold import gold_judges_of, item_judge_name
 
-    name = bench_judge_of(read_gold(gold), gold) or item_judge_name(bm)
+    items = read_gold(gold)
+    built_for = {str((it.meta.get("build") or {}).get("benchmark")) for it in items if (it.meta.get("build") or {}).get("benchmark")}
+    if built_for - {bm.name}:
+        raise UserError(f"{gold}: built for the {', '.join(sorted(built_for))} benchmark, not {bm.name}; "
+                        f"give --benchmark {sorted(built_for)[0]}")
+    name = bench_judge_of(items, gold) or item_judge_name(bm)
     known = gold_judges_of(bm)
     if name not in known:
         raise UserError(f"{gold}: its items ask about the '{name}' judge, which {bm.name} does not have "

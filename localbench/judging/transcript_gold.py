@@ -104,7 +104,7 @@ class Agreement:
 
     labellers: list[str]
     pairs: list[dict[str, Any]] = field(default_factory=list)  # Cohen's κ per pair, with interval
-    across: dict[str, Any] | None = None  # Krippendorff's α and Gwet's AC1 (three or more... or two)
+    across: dict[str, Any] | None = None  # Krippendorff's α and Gwet's AC1 over all labellers: (estimate, low, high)
 
     def lines(self) -> list[str]:
         out = []
