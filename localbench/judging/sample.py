@@ -59,6 +59,7 @@ class JudgeInput:
     item: GoldPrivateItem
     judge_label: str | None
     gold_id: str | None = None
+    gold_judge: str | None = None  # the gold item's ``judge`` (GoldItem.judge); None: the benchmark's item judge
     sim_key: str = ""
     scenario: str = ""
     category: str = ""
@@ -208,7 +209,7 @@ def write_sample(out: str | Path, chosen: Sequence[JudgeInput], strata: dict[tup
     key_lines = []
     for (i, x), b in zip(rows, blind):
         key_lines.append(json.dumps({
-            "id": i, "gold_id": x.gold_id, "run": info.run, "run_id": info.run_id, "benchmark": info.benchmark,
+            "id": i, "gold_id": x.gold_id, "gold_judge": x.gold_judge, "run": info.run, "run_id": info.run_id, "benchmark": info.benchmark,
             "spec_hash": info.spec_hash, "sample_seed": info.seed, "sim_key": x.sim_key, "scenario": x.scenario,
             "category": x.category, "condition": x.condition, "model": x.model, "judge": x.judge,
             "judge_model": x.judge_model, "target": x.target, "unit": x.unit, "judge_label": x.judge_label,

@@ -168,6 +168,7 @@ def to_gold(key: Sequence[KeyLine], by: Mapping[str, Mapping[str, str | None]],
         out.append(GoldItem(
             id=d.get("gold_id") or k.id, messages=[GoldMessage.model_validate(m) for m in d["messages"]],
             item=GoldPrivateItem.model_validate(d["item"]), label=label, annotations=ann,  # type: ignore[arg-type]
+            judge=d.get("gold_judge"),
             source=Provenance(kind="transcript", seed=d.get("sample_seed"), judge=d.get("judge_model"),
                               annotator=f"{how} of {', '.join(sorted(ann))}",
                               note=f"drawn by `judges sample` from run {d['run_id']}"),
