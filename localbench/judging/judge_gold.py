@@ -84,6 +84,21 @@ class ItemGoldJudge:
         return self.judge.decode(call, parsed)
 
 
+@dataclass
+class GoldCall(JudgeCall):
+    """A run's call for one gold item, with the answer key the item's label is read from (an
+    abstraction call scores every message shown; the item is its planted one)."""
+
+    read_at: str = ""
+
+
+def reading_at(call: JudgeCall, key: str) -> GoldCall:
+    """``call`` as a ``GoldCall`` whose label is read at ``key``."""
+    from dataclasses import fields
+
+    return GoldCall(**{f.name: getattr(call, f.name) for f in fields(JudgeCall)}, read_at=key)
+
+
 def judge_templates() -> dict[str, Any]:
     import yaml
 

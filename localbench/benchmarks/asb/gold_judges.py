@@ -24,7 +24,8 @@ from localbench.judging.calls import JudgeCall, render_lines
 from localbench.judging.construct import first_name
 from localbench.judging.gold import GoldItem, GoldMessage, GoldPrivateItem
 from localbench.judging.judge_gold import (AbstractionSource, ItemGoldJudge, RecipientSource, TaskSource,
-                                           abstraction_pairs, completion_pairs, methods_note, recipient_pairs)
+                                           abstraction_pairs, completion_pairs, methods_note, reading_at,
+                                           recipient_pairs)
 from localbench.judging.pairs import PairSource, other_names
 from localbench.serving.seeds import derive_seed
 
@@ -100,12 +101,11 @@ class AbstractionGold:
         call = J.abstraction_call([item.item.text], render_lines(_shown(messages), keys=keys),
                                   {k: i for i, k in enumerate(keys)}, target)
         call.n_messages = len(messages)
-        call.shown = f"m_{_planted_at(item, messages)}"  # the key the item's score is read from
-        return call
+        return reading_at(call, f"m_{_planted_at(item, messages)}")  # the item's score: its planted message's
 
     def decode(self, call: JudgeCall, parsed: dict[str, Any]) -> dict[str, Any]:
         J.decode(call, parsed)  # the run's decoding: an answer it would reject is a failure here too
-        return {"levels": {call.target: parsed[call.shown]}}
+        return {"levels": {call.target: parsed[call.read_at]}}  # type: ignore[attr-defined]
 
 
 class TaskGold:
