@@ -253,3 +253,21 @@ def test_sopri_granularity_inputs_read_the_grade_as_pes_counts_it():
     assert by[deep.slot].messages[0].content.endswith(deep.value)
     rule = j.model_copy(update={"judge_model": "rule"})  # the exact judge's labels are a rule's: nothing to sample
     assert bm.judge_inputs(t, user, [rule]).inputs == []
+
+
+def test_a_filled_copy_of_the_blind_file_counts_as_a_labeller(planted_run, tmp_path):
+    """Labels made outside `judges label`: a copy of the blind file with each item's label filled in."""
+    _cli("judges", "sample", planted_run, "--n", "6", "--seed", "4", "--labels-of", NOISY, "--out", tmp_path / "s")
+    key = {k["id"]: k for k in _key(tmp_path / "s")}
+    ana = _label(tmp_path / "s" / "sample.jsonl", "ana", lambda i: key[i]["judge_label"])
+    filled = tmp_path / "cato.jsonl"
+    lines = []
+    for line in (tmp_path / "s" / "sample.jsonl").read_text().splitlines():
+        d = json.loads(line)
+        lines.append(json.dumps({**d, "label": key[d["id"]]["judge_label"]}))
+    filled.write_text("\n".join(lines) + "\n")
+    out = _cli("judges", "gold", "import", ana, filled, "--key", tmp_path / "s" / "private" / "key.jsonl",
+               "--out", tmp_path / "g.jsonl")
+    assert "Cohen's κ(ana, cato)" in out and "0 items labelled differently" in out
+    assert all(it.annotations.keys() == {"ana", "cato"} and it.label == key[it.id]["judge_label"]
+               for it in read_gold(tmp_path / "g.jsonl"))

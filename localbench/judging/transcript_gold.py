@@ -71,13 +71,21 @@ def read_key(path: str | Path) -> list[KeyLine]:
 
 
 def labels_by_labeller(key: Sequence[KeyLine], files: Sequence[str | Path]) -> dict[str, dict[str, str | None]]:
-    """{labeller: {key id: label}} from `judges label` files of the sample; a number that is no item of
-    the key, a file with two labellers or a labeller in two files is an error naming the file."""
+    """{labeller: {key id: label}} from `judges label` files of the sample, or from copies of the blind
+    file with each item's ``label`` filled in; a number or id that is no item of the key, a file with
+    two labellers or a labeller in two files is an error naming the file."""
     by_num = {opaque_number(k.id): k.id for k in key}
     if len(by_num) != len(key):
         raise GoldError("two items of the key share an opaque number")
     out: dict[str, dict[str, str | None]] = {}
+    ids = {k.id for k in key}
     for f in files:
+        if _is_gold_file(f):  # a copy of the blind file with labels filled in (labelled outside `judges label`)
+            name, labels = _filled(f, ids)
+            if name in out:
+                raise GoldError(f"{f}: labeller '{name}' appears in two label files")
+            out[name] = labels
+            continue
         recs = read_labels(f)
         names = {r.annotator for r in recs}
         if len(names) > 1:
@@ -96,6 +104,29 @@ def labels_by_labeller(key: Sequence[KeyLine], files: Sequence[str | Path]) -> d
                 labels[by_num[num]] = r.label
         out[name] = labels
     return out
+
+
+def _is_gold_file(path: str | Path) -> bool:
+    """Whether a file's first record is a gold item (it has messages) rather than a label record."""
+    for _, d in _jsonl(Path(path)):
+        return "messages" in d
+    return False
+
+
+def _filled(path: str | Path, ids: set[str]) -> tuple[str, dict[str, str | None]]:
+    """(labeller, {key id: label}) of a filled copy of the blind file: the labeller is the items'
+    ``source.annotator`` (one for the whole file), else the file's name without ``.jsonl``."""
+    from localbench.judging.gold import read_gold
+
+    items = read_gold(path)
+    bad = [it.id for it in items if it.id not in ids]
+    if bad:
+        raise GoldError(f"{path}: id '{bad[0]}' is not an item of this sample's key")
+    names = {it.source.annotator for it in items if it.source.annotator}
+    if len(names) > 1:
+        raise GoldError(f"{path}: one file per labeller, found source.annotator {', '.join(sorted(names))}")
+    name = names.pop() if names else Path(path).name.removesuffix(".jsonl")
+    return name, {it.id: it.label for it in items if it.label is not None}
 
 
 @dataclass
