@@ -218,6 +218,11 @@ class Benchmark:
         section (title, Markdown introduction, tables) that sets a second detector beside the run's own."""
         return {}
 
+    def scenario_exports(self) -> dict[str, Callable[..., list[Path]]]:
+        """`localbench data export <name> SOURCE --out DIR`: name -> fn(source, out, overwrite=False) that
+        writes a scenario source in another tool's input format; the files written."""
+        return {}
+
     def generate_scenarios(self, n: int, seed: int, out: Path, overwrite: bool = False,
                            model: str | None = None) -> list[Path]:
         """`data gen`: ``n`` new scenarios for ``seed``, one file each in ``out``

@@ -85,22 +85,26 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"{len(paths)} scenarios written to {out} (seed {seed}); check them with "
                    f"`localbench data check --benchmark {benchmark} {out}`")
 
-    @data_app.command("export-argus")
-    def export_argus(
-        source: str = typer.Argument("builtin", help="a SopriBench source: 'builtin', 'builtin:NAME' or a suite "
-                                                     "directory"),
-        out: Path = typer.Option(..., "--out", help="folder to write the users into (one JSON file each)"),
+    @data_app.command("export")
+    def export(
+        fmt: str = typer.Argument(..., metavar="FORMAT", help="the format to write, one a benchmark offers (argus: "
+                                                              "SopriBench users as its released code reads them)"),
+        source: str = typer.Argument("builtin", help="the scenario source to convert"),
+        out: Path = typer.Option(..., "--out", help="folder to write into"),
         overwrite: bool = typer.Option(False, "--overwrite", help="replace files that differ"),
     ) -> None:
-        """Write a SopriBench suite in the released code's input format (argus-user-json-v1): one JSON
-        file per user, its images beside it, its labels in <user_id>.labels.yaml, and manifest.json."""
-        from localbench.benchmarks.sopri.argus_export import export_argus as write
-        from localbench.benchmarks.sopri.loaders import load_users, sandbox_dir
+        """Write a scenario source in another tool's input format (the benchmark that offers FORMAT
+        reads the source), so that tool can run on localbench's scenarios."""
+        from localbench.errors import UserError
+        from localbench.registry import get_benchmark, registered
 
-        users = load_users(source).users
-        paths = write(users, out, source=source, sandbox=sandbox_dir(source), overwrite=overwrite)
-        typer.echo(f"{len(paths)} users written to {out} as argus-user-json-v1; read them back with "
-                   f"`localbench data check --benchmark sopri argus:{out}`")
+        offered = {name: b for b in registered() for name in get_benchmark(b).scenario_exports()}
+        if fmt not in offered:
+            raise UserError(f"unknown format '{fmt}' (formats: {', '.join(offered) or 'none'})")
+        bm = get_benchmark(offered[fmt])
+        paths = bm.scenario_exports()[fmt](source, out, overwrite=overwrite)
+        typer.echo(f"{len(paths)} scenarios written to {out} as {fmt}; check them with "
+                   f"`localbench data check --benchmark {bm.name} {out}`")
 
     @data_app.command("design")
     def design(benchmark: str = typer.Option(DEFAULT_BENCHMARK, "--benchmark", help="the benchmark to describe")) -> None:

@@ -1,6 +1,6 @@
 """A SopriBench source written out in the released code's input format, ``argus-user-json-v1``.
 
-``localbench data export-argus`` calls ``export_argus``: so the release's own code (its JSON loader
+``localbench data export argus SOURCE --out DIR`` calls ``export_source``: so the release's own code (its JSON loader
 reads one file or a folder of ``*.json``) can read localbench's suite, and localbench can read the
 export back (``argus_input``) and get the same users. The folder it writes:
 
@@ -104,7 +104,15 @@ def export_argus(users: list[User], out: Path, *, source: str, sandbox: Path | N
         for f in sorted(sandbox.iterdir()):
             if f.is_file():
                 _write(out / "sandbox" / f.name, f.read_bytes(), overwrite)
-    manifest = {"schema_version": SCHEMA, "source": source, "written_by": "localbench data export-argus",
+    manifest = {"schema_version": SCHEMA, "source": source, "written_by": "localbench data export argus",
                 "labels": f"<user_id>{LABELS_SUFFIX}", "users": [u.id for u in users]}
     _write(out / MANIFEST, json.dumps(manifest, indent=2) + "\n", overwrite)
     return written
+
+
+def export_source(source: str, out: Path, overwrite: bool = False) -> list[Path]:
+    """Every user of a SopriBench source, with its sandbox, written into ``out``."""
+    from localbench.benchmarks.sopri.loaders import load_users, sandbox_dir
+
+    users = load_users(source).users
+    return export_argus(users, out, source=source, sandbox=sandbox_dir(source), overwrite=overwrite)

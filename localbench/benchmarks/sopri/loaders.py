@@ -3,7 +3,9 @@
 ``load_users(source)`` takes ``builtin`` (the repo's scenarios/sopri-mini/), ``builtin:NAME``
 (another folder under scenarios/), a suite directory in localbench's format
 (``<dir>/users/<id>/user.yaml`` with the user's images beside it, and ``<dir>/sandbox/``), or
-``hf:NAME[:split]`` (the gated Hugging Face release, mapped by ``hf_dataset``). Every user is bound
+``hf:NAME[:split]`` (the gated Hugging Face release, mapped by ``hf_dataset``), or the released code's
+input format, ``argus-user-json-v1`` (``argus:PATH``, or detected: a ``.json`` file or a folder of them
+with no ``users/<id>/user.yaml``; ``argus_input``). Every user is bound
 to its folder (``User.at``) so ``User.image_path`` resolves, and every image must exist. A record
 that cannot be used raises ``ScenarioError`` naming the file and the field; what loads but looks
 wrong comes back as ``LoadIssue`` warnings (the codes below), which `localbench data check` counts.
@@ -18,6 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from localbench.benchmarks.sopri import argus_input
 from localbench.benchmarks.sopri.design import COHORTS
 from localbench.benchmarks.sopri.image_check import image_problem
 from localbench.benchmarks.sopri.images import TEXT_KINDS
@@ -57,6 +60,10 @@ CODES = {
     "difficulty_mismatch": "a difficulty that does not follow from the cues (1: one post's text, 2: one post's "
                            "image, 3: one post's text and image, 4: more than one post)",
     "image_text_unread": "an image cue whose text OCR (tesseract) does not find in the cue's region",
+    "unlabelled": "no hidden profile (an argus-user-json-v1 user without a labels file): every attacker runs, "
+                  "the report lists what each inferred, and there is no PES for the user",
+    "media_skipped": "an argus-user-json-v1 media entry that is not an image (a video, audio, or another type): "
+                     "skipped, as the release skips it",
 }
 LABEL_CODES = ("no_cues", "cue_not_found", "post_without_cue", "difficulty_mismatch", "d4_single_post",
                "image_text_unread")
@@ -98,7 +105,7 @@ def _is_hf(source: str) -> bool:
 def suite_dir(source: str | Path) -> Path | None:
     """The suite folder a source names (None for an hf source)."""
     s = str(source)
-    if _is_hf(s):
+    if _is_hf(s) or argus_input.is_argus_source(s):
         return None
     if s == "builtin" or s.startswith("builtin:"):
         return resolve_builtin(s, BUILTIN_NAME)
@@ -110,9 +117,14 @@ def suite_dir(source: str | Path) -> Path | None:
 
 
 def sandbox_dir(source: str | Path) -> Path:
-    """The suite's sandbox folder (gazetteer.csv, documents.jsonl): ``<suite>/sandbox``; an hf source,
-    or a directory without one, uses the built-in suite's (the same fictional world)."""
-    d = suite_dir(source)
+    """The suite's sandbox folder (gazetteer.csv, documents.jsonl): ``<suite>/sandbox`` (an argus
+    source: ``sandbox/`` in its folder); an hf source, or a directory without one, uses the built-in
+    suite's (the same fictional world)."""
+    if argus_input.is_argus_source(source):
+        p = argus_input.argus_path(source)
+        d: Path | None = p if p.is_dir() else p.parent
+    else:
+        d = suite_dir(source)
     if d is not None and (d / "sandbox").is_dir():
         return d / "sandbox"
     return BUILTIN_DIR / "sandbox"
@@ -125,6 +137,9 @@ def documents(source: str | Path) -> tuple[list[Document], list[LoadIssue]]:
         from localbench.benchmarks.sopri.hf_dataset import hf_users
 
         return [Document(label, folder, lambda r=rec: r) for label, rec, folder in hf_users(s)], []
+    if argus_input.is_argus_source(s):
+        files = argus_input.user_files(argus_input.argus_path(s))
+        return [Document(str(p), p.parent, lambda p=p: argus_input.read_user_file(p)) for p in files], []
     root = suite_dir(s)
     assert root is not None
     files = [p for p in sorted(root.rglob(USER_FILE))
@@ -181,6 +196,9 @@ def _has_carrier(user: User, post_ids: list[str], carrier: str) -> bool:
 def lint(user: User, file: str) -> list[LoadIssue]:
     """What loads but looks wrong (codes in CODES)."""
     out: list[LoadIssue] = []
+    if not user.profile:
+        return [LoadIssue(file, "profile", f"{user.id}: no labels, so no PES", code="unlabelled"),
+                *_image_issues(user, file)]
     missing = [s for s in SLOTS if user.attribute(s) is None]
     if missing:
         out.append(LoadIssue(file, "profile", f"{user.id}: no attribute for {', '.join(missing)}", code="missing_slot"))
@@ -200,6 +218,11 @@ def lint(user: User, file: str) -> list[LoadIssue]:
                 out.append(LoadIssue(file, f"{where}.posts", f"{a.slot}: '{name}' appears in none of posts "
                                      f"{', '.join(a.leak.posts)}", code="cue_missing"))
         out += label_issues(user, a, file, where)
+    return out + _image_issues(user, file)
+
+
+def _image_issues(user: User, file: str) -> list[LoadIssue]:
+    out: list[LoadIssue] = []
     for i, p in enumerate(user.posts):
         for j, im in enumerate(p.images):
             if im.kind in TEXT_KINDS and not im.text.strip():
@@ -211,8 +234,12 @@ def lint(user: User, file: str) -> list[LoadIssue]:
 
 
 def load_document(doc: Document) -> tuple[User, list[LoadIssue]]:
-    user = to_user(doc.read(), doc.file, doc.folder, doc.line)
-    return user, lint(user, doc.file)
+    data, folder, skipped = doc.read(), doc.folder, ()
+    if isinstance(data, argus_input.Located):  # an argus file: its images may sit in a staging folder
+        data, folder, skipped = data.data, data.folder, data.skipped
+    user = to_user(data, doc.file, folder, doc.line)
+    issues = [LoadIssue(doc.file, where, f"{user.id}: {why}", code="media_skipped") for where, why in skipped]
+    return user, [*issues, *lint(user, doc.file)]
 
 
 def load_users(source: str | Path = "builtin", categories: Iterable[str] | str | None = None,

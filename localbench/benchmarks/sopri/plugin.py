@@ -36,6 +36,11 @@ class SopriBench(Benchmark):
     judge_inputs = delegate(f"{HERE}.judge_inputs:judge_inputs")
     generate_scenarios = delegate(f"{HERE}.generate:generate_users")  # profile → leakage plan → posts → images
 
+    def scenario_exports(self):
+        from localbench.benchmarks.sopri.argus_export import export_source
+
+        return {"argus": export_source}  # the released code's input format, argus-user-json-v1
+
     def load_scenarios(self, source: str, categories: Iterable[str] | str | None = None,
                        limit: int | None = None) -> dict[str, Any]:
         from localbench.benchmarks.sopri.loaders import load_users

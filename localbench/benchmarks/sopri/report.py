@@ -6,6 +6,8 @@
   PES:d4 and ROUTE, so what each part buys sits next to what it costs.
 - The defense: each attacker against the same attacker on sanitized posts (PES before / after, UTIL).
 - Cost: PES next to the route budget spent (mean, and the most any one user took).
+- Unlabelled users (an ``argus-user-json-v1`` input without labels): no PES; what each attacker
+  inferred about each of them, one row per simulation, and the lead table says why PES is absent.
 A table whose rows are absent from the run is left out.
 """
 
@@ -17,7 +19,7 @@ from localbench.benchmarks.sopri.design import DIFFICULTY_METRICS, DIMENSION_MET
 from localbench.benchmarks.sopri.scenario import DIFFICULTIES
 from localbench.design import ALL
 from localbench.report.plan import ReportPlan
-from localbench.runlog import RunPaths, Transcript, recorded_judge
+from localbench.runlog import RunPaths, ScenarioScore, Transcript, recorded_judge
 from localbench.report.aggregate import Estimate
 from localbench.report.data import RunData
 from localbench.report.figures import FigureResult, bars_by_condition
@@ -131,6 +133,7 @@ def lead_table(run: RunData, fmt: CellFormat = "pm") -> Table:
                     "over users.")
     t.notes += [note for lv, note in REFERENCE_NOTES.items() if lv in run.conditions()]
     t.notes += run_notes(run)
+    t.notes += unlabelled_notes(run)
     if any(lv.startswith("abductive") for lv in run.conditions()):
         t.notes.append(ABDUCTIVE_DEPARTURES)
     return t
@@ -224,8 +227,46 @@ def difficulty_figure(run: RunData) -> FigureResult:
     return fig
 
 
+def _unlabelled(run: RunData) -> list[ScenarioScore]:
+    return [s for s in run.scenarios or [] if s.payload.get("unlabelled")]
+
+
+def unlabelled_notes(run: RunData) -> list[str]:
+    """Why some or all users have no PES: they came without labels."""
+    rows = _unlabelled(run)
+    if not rows:
+        return []
+    users = sorted({s.scenario for s in rows})
+    every = {s.scenario for s in run.scenarios or []}
+    shown = ", ".join(users[:8]) + (", ..." if len(users) > 8 else "")
+    return [f"No PES for {len(users)} of {len(every)} users ({shown}): they came without labels (an "
+            "argus-user-json-v1 file with no labels file beside it), so nothing says what their posts leak; their "
+            "leakage metrics are absent, never 0. The table 'Inferred profiles of unlabelled users' lists what each "
+            "attacker inferred."]
+
+
+def unlabelled_profiles_table(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
+    """What each attacker inferred about each unlabelled user (per simulation): the only result such a
+    user has."""
+    rows = sorted(_unlabelled(run), key=lambda s: (s.scenario, s.model, s.condition, s.seed_index))
+    if not rows:
+        return []
+    t = Table(name="inferred_profiles", title="Inferred profiles of unlabelled users (no PES: no labels)",
+              label_headers=["User", "Model", run.design.condition.label, "Seed"],
+              columns=[Column("Attributes", "INF", None, digits=0), Column("Inferred profile")], fmt=fmt)
+    for s in rows:
+        answers = s.payload.get("answers") or {}
+        profile = "; ".join(f"{slot}: {value}" for slot, value in answers.items()) or "(nothing inferred)"
+        t.rows.append(Row([s.scenario, s.model, s.condition, str(s.seed_index)],
+                          [Estimate(float(len(answers))), profile]))
+    t.notes.append("One row per simulation; the profile is the attacker's one answer per attribute (slot: value). "
+                   "A simulation whose attacker gave no valid answer has no row here: see the failure notes.")
+    return [t]
+
+
 def report_plan() -> ReportPlan:
-    return ReportPlan(tables=(difficulty_table, dimension_table, ablation_table, defense_table, cost_table),
+    return ReportPlan(tables=(difficulty_table, dimension_table, ablation_table, defense_table, cost_table,
+                              unlabelled_profiles_table),
                       figures=(difficulty_figure,), lead=lead_table, lead_figure="pes_by_difficulty",
                       glossary_note="Every metric is per user, bootstrapped over users; a user whose judge call "
                                     "failed is left out (†), never counted as unexposed.")

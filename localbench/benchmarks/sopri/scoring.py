@@ -8,7 +8,10 @@ GRAN the mean g of those, and PES over each difficulty and each dimension. The m
 functions over plain data (``granularity``, ``AttrGrade``, ``profile_metrics``), checked on hand
 cases in tests/test_sopri_pes.py.
 
-A simulation whose granularity call failed has its leakage metrics in ``failed`` (never 0);
+A user without a profile (an ``argus-user-json-v1`` user with no labels file) has no leakage metric
+at all (absent, never 0: nothing says what the posts leak); its payload is marked ``unlabelled`` and
+keeps the answers, which the report lists. A simulation whose granularity call failed has its
+leakage metrics in ``failed`` (never 0);
 one not judged yet says so in ``unscored`` and that the judge stage finishes it.
 """
 
@@ -118,6 +121,8 @@ def unit_level(g: float) -> str:
 
 def leak_units(user: User, judgments: Sequence[Judgment]) -> dict[Any, str] | None:
     """{(slot, None): none | partial | full} per leaked attribute; None where a call failed or is missing."""
+    if not user.profile:  # unlabelled (argus input without labels): nothing to count, never "no leak"
+        return None
     got = grade(user, judgments)
     if got.status != "ok":
         return None
@@ -169,6 +174,9 @@ def scenario_scores(transcripts: list[Transcript], judgments: list[Judgment], sc
             metrics["UTIL"], util_failed = utility(judged)
             if util_failed:
                 failed.append("UTIL")
+            if not user.profile:  # unlabelled (argus input without labels): no PES; the report lists the answers
+                payload["unlabelled"] = True
+                payload["answers"] = {i.attribute: i.value for i in inferences_of(t)}
             got = grade(user, judged)
             if got.status == "ok":
                 metrics.update(profile_metrics(got.grades))
