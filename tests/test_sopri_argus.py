@@ -209,8 +209,12 @@ def test_an_unlabelled_user_runs_and_the_report_lists_its_profile_without_pes(tm
         for f in (exported / uid).iterdir():
             (mix / uid / f.name).write_bytes(f.read_bytes())
     _write(mix, _user())
+    from localbench.benchmarks.sopri.design import SopriSettings
+
+    labelled_under = next(u for u in load_users(str(mix)).users if u.profile).taxonomy  # the run's must match
+    setting = ["--setting", f"taxonomy={labelled_under}"] if "taxonomy" in SopriSettings.model_fields else []
     res = subprocess.run([sys.executable, "-m", "localbench.cli", "run", "--benchmark", "sopri", "--scenarios", str(mix),
-                          "--attackers", "majority", "--judge", "exact", "--agent", "tiny-random",
+                          "--attackers", "majority", "--judge", "exact", "--agent", "tiny-random", *setting,
                           "--out", str(tmp_path), "--run-id", "argus"], capture_output=True, text=True, timeout=600,
                          env={**os.environ, "COLUMNS": "200"})
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
