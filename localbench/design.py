@@ -37,6 +37,8 @@ class Axis:
     default: tuple[str, ...] = ()  # condition axis: what a spec without `conditions` runs
     flag: str = ""  # condition axis: the benchmark's own name for `--conditions` (`--attackers`), an alias
     help: str = ""  # condition axis: what its values are, for `localbench run --help`
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    """condition axis: other names a value is accepted under (a paper's) -> the value the spec records."""
 
     def order(self, seen: list[str]) -> list[str]:
         """``seen`` values in this axis's display order, unknown ones after in their own order."""

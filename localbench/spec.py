@@ -189,7 +189,7 @@ class RunSpec(BaseModel):
             return list(d.condition.default)
         if not v:
             raise ValueError(f"at least one {d.condition.label.lower()} is required")
-        return v
+        return [d.condition.aliases.get(x, x) for x in v]  # another name for a value: recorded as the value
 
     @field_validator("max_rounds")
     @classmethod
