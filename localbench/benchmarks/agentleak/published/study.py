@@ -2,8 +2,9 @@
 restating the paper's headline numbers under (e) and (f), what was reproduced exactly, the headline
 numbers, the leaks taken apart (declared forbidden fields, failed upstream runs per model, requests
 naming a person absent from the vault), the agreement and cause tables, the table of every column,
-two figures and the limits, from an imported run that has been scored. `localbench import agentleak-traces PATH
---study DIR` (localbench/commands/importing.py) imports, scores, reports and then calls ``write_readme``.
+AgentLeak's own toolkit as a second detector (``crosscheck.py``), two figures and the limits, from
+an imported run that has been scored. `localbench import agentleak-traces PATH --study DIR`
+(localbench/commands/importing.py) imports, scores, reports and then calls ``write_readme``.
 """
 
 from __future__ import annotations
@@ -195,6 +196,38 @@ def changes(run) -> list[str]:
     return lines
 
 
+def toolkit_section(run_dir: Path, viewer: str) -> list[str]:
+    """A second detector: AgentLeak's own toolkit against (c), per channel, with the causes of every
+    disagreement (``crosscheck.py``); a note instead where the toolkit is not installed."""
+    import time
+
+    from localbench.benchmarks.agentleak.crosscheck import agreement_tables, causes_table, cross_check, intro
+    from localbench.benchmarks.agentleak.toolkit_traces import TOOLKIT, TOOLKIT_VERSION, from_imported_run
+    from localbench.errors import UserError
+    from localbench.runlog import RunDir
+
+    head = ["## A second detector: AgentLeak's own toolkit", ""]
+    rd = RunDir(run_dir)
+    t0 = time.monotonic()
+    try:
+        cc = cross_check(from_imported_run(list(rd.transcripts().read()), list(rd.scenario_scores().read())))
+    except UserError as e:
+        return head + [f"Not run here: {e}. `pip install {TOOLKIT}=={TOOLKIT_VERSION}` (the dev extra) and rerun the "
+                       "command.", ""]
+    took = time.monotonic() - t0
+    agree, causes = agreement_tables(cc)[0], causes_table(cc, viewer)[0]
+    return head + [
+        intro(cc) + f" Here localbench's verdict is (c) per channel message (the single-agent reply is its own "
+        f"channel, `single`); the toolkit took {took:.0f} s wall-clock over the {len(cc.by_key)} traces. "
+        "`localbench report runs/agentleak-published --cross-check agentleak-toolkit` puts the same tables in the "
+        "run's report; `localbench export agentleak-toolkit runs/agentleak-published` writes the traces the toolkit "
+        "read.",
+        "",
+        agree.to_markdown(),
+        causes.to_markdown(),
+    ]
+
+
 def write_readme(run_dir: Path, out: Path, t_import: float | None, t_score: float,
                  cpu_score: float | None = None) -> Path:
     """The study's README.md and figures in ``out``, from a scored imported run."""
@@ -274,6 +307,7 @@ def write_readme(run_dir: Path, out: Path, t_import: float | None, t_score: floa
         "## Every column",
         "",
         lead.to_markdown(),
+        *toolkit_section(run_dir, viewer),
         "## Figures",
         "",
         *[f"![{f}]({f})" for f in figs],
