@@ -1,5 +1,6 @@
 """`localbench compare`: paired statistics with known answers across real runs made through the CLI with
-no model (AgentLeak's scripted oracle and planted leaker, SopriBench's reference attackers), every table
+no model (AgentLeak's scripted oracle and planted leaker, SopriBench's reference attackers,
+AgentSocialBench's planted runs), every table
 and figure written, and the marks a cell carries from the run behind it (self-judged, judge warning)."""
 
 from __future__ import annotations
@@ -143,6 +144,70 @@ def test_self_judged_and_warned_runs_are_marked_in_every_table(runs, tmp_path):
     comp = (out / "tables" / "agentleak_comparisons.md").read_text()
     row = next(x for x in comp.splitlines() if x.startswith("| ELR | ALL | multi | oracle → oracle-leaks-C2 |"))
     assert "§" in row and "‡" in row, row  # a difference carries the marks of both sides
+
+
+@pytest.fixture(scope="module")
+def asb_planted(tmp_path_factory) -> dict[str, Path]:
+    """AgentSocialBench's planted runs (`judges plant-run`: no model, each item leaked with a known
+    share), all on the same scenarios and plant seed, labelled by the oracle judge (the construction's
+    own labels: `judges rejudge --judges oracle`): 0.2 against 0.7, and two runs planted at 0.5."""
+    from typer.testing import CliRunner
+
+    from localbench.cli import app
+
+    out = tmp_path_factory.mktemp("planted")
+    runs = {}
+    for name, share in {"low": 0.2, "high": 0.7, "twin-a": 0.5, "twin-b": 0.5}.items():
+        for args in (["judges", "plant-run", "--out", str(out / name), "--models", f"planted-{name}:{share}", "--seed", "1"],
+                     ["judges", "rejudge", str(out / name), "--judges", "oracle"]):
+            r = CliRunner().invoke(app, args)
+            assert r.exit_code == 0, (args, r.output, r.exception)
+        runs[name] = out / name / "judges" / "oracle"  # the run as the oracle judge scored it
+    return runs
+
+
+def _shares(row: dict) -> tuple[float, float]:
+    a, b = (name.removeprefix("planted-") for name in row["a → b"].split(" → "))
+    share = {"low": 0.2, "high": 0.7, "twin-a": 0.5, "twin-b": 0.5}
+    return share[a], share[b]
+
+
+def test_asb_planted_runs_differ_by_their_planted_shares(asb_planted, tmp_path):
+    """Planted at 0.2 and 0.7: the pooled leak rate's paired difference is the planted 0.5, with its
+    sign, its interval clear of zero and significant after Holm; per category, Δ is the two runs' own
+    scores apart."""
+    out = tmp_path / "out"
+    _compare(out, asb_planted["low"], asb_planted["high"])
+    rows = _comparisons(out, "asb")
+    pooled = next(r for r in rows if r["Metric"] == "leak rate")
+    a, b = _shares(pooled)
+    delta = float(pooled["Δ (b − a)"])
+    assert abs(delta - (b - a)) < 0.1 and (delta > 0) == (b > a), pooled
+    low, high = float(pooled["Δ (b − a)_low"]), float(pooled["Δ (b − a)_high"])
+    assert (low > 0 if b > a else high < 0) and float(pooled["p (Holm)"]) < 0.05 and pooled["sig."], pooled
+    with open(out / "tables" / "asb_comparisons.csv") as f:
+        per_category = [r for r in csv.DictReader(f) if r["Category"] != "ALL"]
+    name = {0.2: "low", 0.7: "high"}
+    for r in per_category:
+        own = {k: _metric(asb_planted[name[s]], r["Metric"], r["Category"]) for k, s in zip("ab", _shares(r))}
+        assert float(r["Δ (b − a)"]) == pytest.approx(own["b"] - own["a"]), r
+
+
+def test_asb_runs_planted_alike_differ_by_about_zero_not_significantly(asb_planted, tmp_path):
+    """Both planted at 0.5 (their own draws: the plant seeds each run's items by its model's name):
+    Δ is chance alone, well under the 0.5 a planted difference makes (six scenario pairs, so about
+    ±0.2), its interval holds zero and it is not significant."""
+    out = tmp_path / "out"
+    _compare(out, asb_planted["twin-a"], asb_planted["twin-b"])
+    pooled = next(r for r in _comparisons(out, "asb") if r["Metric"] == "leak rate")
+    assert abs(float(pooled["Δ (b − a)"])) < 0.25, pooled
+    assert float(pooled["Δ (b − a)_low"]) < 0 < float(pooled["Δ (b − a)_high"]), pooled
+    assert float(pooled["p (Holm)"]) >= 0.05 and not pooled["sig."], pooled
+
+
+def _metric(run: Path, metric: str, category: str) -> float:
+    rows = json.loads((run / "scores.json").read_text())["rows"]
+    return next(r["mean"] for r in rows if r["metric"] == metric and r["category"] == category and not r.get("group"))
 
 
 def test_rank_intervals_know_a_clear_order_and_a_tie():
