@@ -145,7 +145,7 @@ def test_text_attacker_sees_every_post_once_and_a_failed_answer_is_a_failure(use
     [req] = backend.calls
     prompt = req.messages[1]["content"]
     assert all(f"=== Post {p} ===" in prompt for p in ("p1", "p2", "p3")) and "Rabies vaccine" not in prompt
-    assert req.output.schema == profile_schema(["p1", "p2", "p3"])
+    assert req.output.schema == profile_schema(["p1", "p2", "p3"], user.taxonomy)
     assert t.termination == "no_answer" and not t.payload["answered"] and t.payload["profile"] == {}
     assert t.payload["image_input"] == "none" and t.payload["condition"]["attacker"] == "text"
 
@@ -289,7 +289,7 @@ def tiny_backend(tiny_dir):
 def _check_transcripts(run: Path, user) -> list[dict]:
     recs = [json.loads(x) for x in (run / "transcripts.jsonl").read_text().splitlines()]
     box = build_toolbox(user, sandbox_for(user))
-    profile = profile_schema([p.id for p in user.posts])
+    profile = profile_schema([p.id for p in user.posts], user.taxonomy)
     for t in recs:
         assert t["error"] is None, t["traceback"]
         assert t["termination"] in ("answered", "no_answer", "context_exhausted") and t["n_calls"] >= 1

@@ -150,9 +150,10 @@ def test_shipped_suite_is_the_generators_output(tmp_path):
 def test_data_check_cli_builtin_exits_0():
     from localbench.cli import app
 
-    res = CliRunner().invoke(app, ["data", "check", "--benchmark", "sopri", "builtin"])
-    assert res.exit_code == 0, res.output
-    assert "12 loaded" in res.output
+    for source in ("builtin", "builtin:sopri-mini"):  # the release taxonomy's suite, then localbench's
+        res = CliRunner().invoke(app, ["data", "check", "--benchmark", "sopri", source])
+        assert res.exit_code == 0, res.output
+        assert "12 loaded, ok, 0 warnings" in res.output, res.output
 
 
 def test_data_gen_cli_passes_model_only_where_accepted(tmp_path):

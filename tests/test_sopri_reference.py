@@ -29,7 +29,7 @@ def test_the_answer_holds_one_value_per_attribute():
     grammar, and a parsed object keeps one value per key), nor an attribute that is not a slot."""
     import xgrammar as xgr
 
-    schema = profile_schema(["p1", "p2"])
+    schema = profile_schema(["p1", "p2"], "localbench")
     one = {"value": "Hangzhou", "posts": ["p1"], "evidence": "sign"}
     jsonschema.validate({"home": one, "gender": {**one, "value": "female"}}, schema)
     for bad in ({"home": [one, one]}, {"location": one}, {"inferences": [{"attribute": "home", **one}]}):
@@ -134,7 +134,8 @@ def test_judge_exact_is_a_rule_judge_of_sopri_only():
 
 
 def test_oracle_none_and_majority_through_the_real_run(tmp_path):
-    """The real CLI, `--judge exact`: oracle 1.0 on every user, none 0, majority the floor row in the report."""
+    """The real CLI, `--judge exact`, the default (release) taxonomy: oracle 1.0 on every user under both level
+    scores, none 0, majority the floor row in the report."""
     res = subprocess.run([sys.executable, "-m", "localbench.cli", "run", "--benchmark", "sopri", "--attackers",
                           "oracle,none,majority", "--judge", "exact", "--agent", "tiny-random", "--limit", "2",
                           "--out", str(tmp_path), "--run-id", "ref"], capture_output=True, text=True, timeout=600)
@@ -146,6 +147,9 @@ def test_oracle_none_and_majority_through_the_real_run(tmp_path):
     for s in scores:
         pes.setdefault(s["condition"], []).append(s["metrics"]["PES"])
     assert len(pes["oracle"]) == 2 and all(v == 1.0 for v in pes["oracle"]), pes
+    depth = {s["condition"]: s["metrics"]["PES:depth"] for s in scores}
+    assert depth["oracle"] == 1.0 and depth["none"] == 0.0, depth
+    assert yaml.safe_load((run / "spec.yaml").read_text())["simulation"]["taxonomy"]["name"] == "release"
     assert all(v == 0.0 for v in pes["none"]), pes
     assert all(0.0 <= v < 1.0 for v in pes["majority"]), pes
     report = (run / "report.md").read_text()

@@ -6,7 +6,8 @@ names the attacker, any ablation flags and any defense: ``text``, ``post``, ``se
 attacker against the sanitizer's rewrite of the user's posts), and the reference attackers
 ``oracle``, ``none`` and ``majority`` (``reference``), which check the scoring.
 
-Every attacker's final answer is one object keyed by the 28 slot names (``profile_schema``): each
+Every attacker's final answer is one object keyed by the 28 slot names of the user's taxonomy
+(``taxonomy.py``; ``profile_schema``): each
 key optional, each at most once (a JSON object cannot repeat a key, and the grammar writes the keys
 in slot order), its value ``{value, posts, evidence}``. So an attacker gives one value per attribute,
 the key says which attribute, and no judge has to guess it; hedging across several guesses cannot
@@ -22,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from localbench.benchmarks.sopri.scenario import SLOTS, known_slot
+from localbench.benchmarks.sopri.taxonomy import _BY_NAME as ANY_SLOT
+from localbench.benchmarks.sopri.taxonomy import DEFAULT_TAXONOMY, known_slot, taxonomy as taxonomy_named
 
 if TYPE_CHECKING:
     from localbench.benchmarks.sopri.scenario import User
@@ -56,19 +58,20 @@ def answer_schema(post_ids: list[str]) -> dict[str, Any]:
                            "evidence": {"type": "string", "maxLength": EVIDENCE_CHARS}}}
 
 
-def profile_schema(post_ids: list[str]) -> dict[str, Any]:
-    """An attacker's final answer: ``{slot: {value, posts, evidence}, ...}``, every slot optional, none
-    repeatable, nothing else (no ``maxProperties``: vLLM's xgrammar backend refuses it, and 28 is the cap)."""
+def profile_schema(post_ids: list[str], taxonomy: str = DEFAULT_TAXONOMY) -> dict[str, Any]:
+    """An attacker's final answer: ``{slot: {value, posts, evidence}, ...}`` over the 28 slots of
+    ``taxonomy`` (the user's: ``User.taxonomy``), every slot optional, none repeatable, nothing else
+    (no ``maxProperties``: vLLM's xgrammar backend refuses it, and 28 is the cap)."""
     return {"type": "object", "additionalProperties": False,
-            "properties": {s: answer_schema(post_ids) for s in SLOTS}}
+            "properties": {s: answer_schema(post_ids) for s in taxonomy_named(taxonomy).names}}
 
 
 def profile_of(answer: dict[str, Any]) -> list[Inference]:
-    """A decoded answer object as inferences, one per slot in slot order (an unknown key raises)."""
-    unknown = sorted(set(answer) - set(SLOTS))
+    """A decoded answer object as inferences, one per slot in slot order (a key of neither taxonomy raises)."""
+    unknown = sorted(set(answer) - set(ANY_SLOT))
     if unknown:
         raise ValueError(f"answer names unknown attributes {unknown}")
-    return [Inference(attribute=s, **answer[s]) for s in SLOTS if s in answer]
+    return [Inference(attribute=s, **answer[s]) for s in ANY_SLOT if s in answer]
 
 
 def answer_of(inferences: list[Inference]) -> dict[str, dict[str, Any]]:
@@ -78,7 +81,7 @@ def answer_of(inferences: list[Inference]) -> dict[str, dict[str, Any]]:
         if i.attribute in out:
             raise ValueError(f"'{i.attribute}' answered twice: one value per attribute")
         out[i.attribute] = i.model_dump(exclude={"attribute"})
-    return {s: out[s] for s in SLOTS if s in out}
+    return {s: out[s] for s in ANY_SLOT if s in out}
 
 
 # -- conditions ---------------------------------------------------------------------------------

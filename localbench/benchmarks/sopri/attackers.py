@@ -31,7 +31,7 @@ from localbench.benchmarks.sopri.attack import (
 )
 from localbench.benchmarks.sopri.posts import PostsInput, carriers_of, content
 from localbench.benchmarks.sopri.prompting import PROMPTS
-from localbench.benchmarks.sopri.scenario import SLOT_LIST
+from localbench.benchmarks.sopri.taxonomy import DEFAULT_TAXONOMY, taxonomy
 from localbench.benchmarks.sopri.ocr import OcrReader
 from localbench.runtime.calls import FittedCall, OutOfContext
 from localbench.serving.messages import Message, image_part
@@ -44,8 +44,9 @@ DISCLOSURE_CHARS = 48  # a SelfDisc finding's attribute, in its own words
 
 # -- what every attacker shares -----------------------------------------------------------------
 
-def profile_output(post_ids: Sequence[str]) -> OutputSpec:
-    return OutputSpec.from_schema(profile_schema(list(post_ids)), name="profile")
+def profile_output(post_ids: Sequence[str], taxonomy_name: str = DEFAULT_TAXONOMY) -> OutputSpec:
+    """The final answer's grammar over the 28 slots of ``taxonomy_name`` (the user's ``taxonomy``)."""
+    return OutputSpec.from_schema(profile_schema(list(post_ids), taxonomy_name), name="profile")
 
 
 def disclosure_output(post_id: str, carriers: list[str], max_items: int) -> OutputSpec:
@@ -63,7 +64,7 @@ def disclosure_output(post_id: str, carriers: list[str], max_items: int) -> Outp
 
 
 def system_vars(ctx: AttackContext, **extra: Any) -> dict[str, Any]:
-    return {"slots": SLOT_LIST, "max_inferences": ctx.max_inferences, "vision": ctx.vision, **extra}
+    return {"slots": taxonomy(ctx.user.taxonomy).slots, "max_inferences": ctx.max_inferences, "vision": ctx.vision, **extra}
 
 
 def reader_of(ctx: AttackContext) -> OcrReader:
@@ -157,7 +158,7 @@ class TextLLM:
         extra = {"image_input": inp.image_input}
         try:
             parsed = await s.ask(step="profile", round=0, build=build, n_history=len(posts),
-                                 output=profile_output([p.id for p in posts]))
+                                 output=profile_output([p.id for p in posts], ctx.user.taxonomy))
         except OutOfContext:
             return s.exhausted(0, **extra)
         return s.finish(parsed, 0, **extra)
@@ -210,7 +211,7 @@ class _PerPost:
 
         try:
             parsed = await s.ask(step="aggregate", round=n, build=build, n_history=len(blocks),
-                                 output=profile_output([p.id for p in posts]))
+                                 output=profile_output([p.id for p in posts], ctx.user.taxonomy))
         except OutOfContext:
             return s.exhausted(n, **extra)
         return s.finish(parsed, n, **extra)
@@ -246,7 +247,7 @@ class PostVLM(_PerPost):
     what = "per-post findings"
 
     def output(self, ctx: AttackContext, post: Any) -> OutputSpec:
-        return profile_output([post.id])
+        return profile_output([post.id], ctx.user.taxonomy)
 
     def findings(self, post_id: str, parsed: dict[str, Any]) -> list[str]:
         return [f"- {x.attribute}: {x.value}" + (f" ({x.evidence})" if x.evidence else "") for x in profile_of(parsed)]
@@ -297,7 +298,7 @@ class SingleAgent:
         tools = ctx.toolbox.tools
         system = _system("single_system.j2", ctx, max_rounds=max_rounds, budget=ctx.budget,
                          tools=ctx.toolbox.describe() or "(no tools for this user)")
-        answer = profile_schema(post_ids)
+        answer = profile_schema(post_ids, ctx.user.taxonomy)
         steps: list[dict[str, Any]] = []  # {"call": json text, "result": ToolResult}
         spent = 0
         calls = 0

@@ -18,6 +18,7 @@ from typing import Any
 from localbench.benchmarks.sopri.attack import Inference
 from localbench.benchmarks.sopri.judges import RIGHT, WRONG
 from localbench.benchmarks.sopri.scenario import SLOTS, Attribute, User
+from localbench.benchmarks.sopri.taxonomy import slot_of
 
 EXACT = "exact"
 RUBRIC = "sopri/exact.j2"
@@ -37,7 +38,7 @@ def slot_named(attribute: str) -> str | None:
 def level_of(a: Attribute, value: str) -> str:
     """The deepest level of ``a``'s hierarchy whose truth ``value`` names (flat: right / wrong)."""
     v = f" {normalise(value)} "
-    slot = SLOTS[a.slot]
+    slot = slot_of(a.slot)
     if not slot.hierarchical:
         return RIGHT if normalise(value) == normalise(a.value) else WRONG
     hit = [lv for lv, truth in zip(slot.levels, a.path or []) if normalise(truth) and f" {normalise(truth)} " in v]

@@ -34,8 +34,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from localbench.benchmarks.sopri import images as img
 from localbench.benchmarks.sopri.captions import SentenceLedger, variants
 from localbench.benchmarks.sopri.sensitivity import sensitivity_of
+from localbench.benchmarks.sopri import suite_release
 from localbench.benchmarks.sopri.scenario import (
-    SLOT_LIST,
     Attribute,
     Leak,
     LeakCue,
@@ -50,6 +50,7 @@ from localbench.benchmarks.sopri.suite_plan import (
     draw_profile,
     plan_leaks,
 )
+from localbench.benchmarks.sopri.taxonomy import BUILTIN_SUITES, TAXONOMY_NAMES, taxonomy
 from localbench.benchmarks.sopri.world import documents_jsonl, gazetteer_csv, world
 from localbench.scenario_files import ScenarioError
 
@@ -57,7 +58,7 @@ GENERATOR = "localbench.sopri.generate"
 GENERATOR_VERSION = "4"  # 2: contextual sensitivity from the declared table (sensitivity.py), no random noise;
 # 3: cue annotations (Leak.cues, Leak.chain), photo-like images, no caption sentence shared between users;
 # 4: nine hierarchical attributes (age, birthday, occupation, travel and health gained paths)
-SUITE_N, SUITE_SEED = 12, 2026  # the shipped suite scenarios/sopri-mini/
+SUITE_N, SUITE_SEED = 12, 2026  # the shipped suites scenarios/sopri-mini/ (localbench's taxonomy), sopri-release/
 N_POSTS = 10
 CUE_POSTS = 8  # posts that may carry cues; the rest are distractors
 MIN_LEAKS = 8
@@ -145,11 +146,16 @@ class Draft:
     keep: dict[str, list[str]]
 
 
-def _draft(i: int, seed: int, ledger: SentenceLedger) -> Draft:
+def _draft(i: int, seed: int, ledger: SentenceLedger, taxonomy_name: str = "localbench") -> Draft:
     rng = random.Random(f"sopri:{seed}:{i}")
     w = world()
     v, truth = draw_profile(rng, w)
-    plan = plan_leaks(rng, v, rng.randint(9, 12))
+    labels: dict[str, tuple[str, list[str] | None]] = dict(truth)
+    if taxonomy_name == "release":  # the same user, labelled with the release's slots and ladders
+        labels = dict(suite_release.release_profile(rng, w, v, truth))
+        plan = plan_leaks(rng, v, rng.randint(9, 12), suite_release.RECIPES, suite_release.FIRST_SLOT)
+    else:
+        plan = plan_leaks(rng, v, rng.randint(9, 12))
     tries = 0
     while (slots := _place(rng, plan.recipes)) is None:  # another placement; every tenth try drops the last leak
         tries += 1
@@ -212,9 +218,9 @@ def _draft(i: int, seed: int, ledger: SentenceLedger) -> Draft:
             found.setdefault(id(r), []).extend(_pinned(post, c, d["said"].get(id(c), ""), v, box))
     chosen = {r.slot: r for r in plan.recipes}
     profile = []
-    for slot in SLOT_LIST:
-        value, path = truth[slot.name]
-        s = sensitivity_of(slot.name, value, {k: val for k, (val, _) in truth.items()})
+    for slot in taxonomy(taxonomy_name).slots:
+        value, path = labels[slot.name]
+        s = slot.sensitivity or sensitivity_of(slot.name, value, {k: val for k, (val, _) in truth.items()})
         leak = None
         if slot.name in chosen:
             r = chosen[slot.name]
@@ -225,9 +231,10 @@ def _draft(i: int, seed: int, ledger: SentenceLedger) -> Draft:
         profile.append(Attribute(slot=slot.name, value=value, path=path, sensitivity=s, leak=leak))
     user = User(id=uid, nickname=f"{v['first'].lower()}_{rng.choice(('daily', 'writes', 'outdoors', 'at_home', 'snaps'))}",
                 bio=rng.choice(("Coffee first.", "Collecting small joys.", "Opinions are my own.", "Here for the memes.")),
-                ip_region=ip, posts=posts, profile=profile,
+                ip_region=ip, posts=posts, profile=profile, taxonomy=taxonomy_name,
                 generator={"name": GENERATOR, "version": GENERATOR_VERSION, "seed": str(seed), "index": str(i),
-                           "captions": "template"})
+                           "captions": "template",
+                           **({"taxonomy": taxonomy_name} if taxonomy_name != "localbench" else {})})
     return Draft(user, pngs, {pid[k]: drafts[k]["keep"] for k in order})
 
 
@@ -350,15 +357,18 @@ def files_of(drafts: list[Draft]) -> dict[str, bytes]:
     return files
 
 
-def generate_users(n: int, seed: int, out: str | Path, overwrite: bool = False, model: str | None = None) -> list[Path]:
-    """Write ``n`` users (and the sandbox) into ``out``; returns the user.yaml paths.
+def generate_users(n: int, seed: int, out: str | Path, overwrite: bool = False, model: str | None = None,
+                   taxonomy_name: str = "localbench") -> list[Path]:
+    """Write ``n`` users (and the sandbox) into ``out``, labelled under ``taxonomy_name`` (the same
+    users under either: the release's labels add facts, ``suite_release``); returns the user.yaml paths.
 
     A file that exists with other content is an error unless ``overwrite`` (checked for every file
     before any is written, so a refused run changes nothing)."""
     if n < 1:
         raise ScenarioError("n", None, f"must be at least 1, got {n}")
     ledger = SentenceLedger()
-    drafts = [_draft(i, seed, ledger) for i in range(n)]
+    taxonomy(taxonomy_name)  # a ValueError naming both for another name
+    drafts = [_draft(i, seed, ledger, taxonomy_name) for i in range(n)]
     if model:
         asyncio.run(_rewrite(drafts, model, seed))
     out = Path(out)
@@ -381,8 +391,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--model", default=None, help="a preset that rewrites the captions")
     ap.add_argument("--overwrite", action="store_true")
+    ap.add_argument("--taxonomy", choices=TAXONOMY_NAMES, default="localbench",
+                    help=f"whose 28 slots label the users (shipped: {', '.join(f'{k} in scenarios/{v}' for k, v in BUILTIN_SUITES.items())})")
     a = ap.parse_args(argv)
-    paths = generate_users(a.n, a.seed, a.out, overwrite=a.overwrite, model=a.model)
+    paths = generate_users(a.n, a.seed, a.out, overwrite=a.overwrite, model=a.model, taxonomy_name=a.taxonomy)
     print(f"{len(paths)} users written to {a.out}")
     return 0
 

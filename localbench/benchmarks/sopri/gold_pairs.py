@@ -16,7 +16,7 @@ import random
 
 from localbench.benchmarks.sopri.judges import (GOLD_METHODS, _value_at, build_gold as build_by_method, gold_id,
                                                revealed_truth)
-from localbench.benchmarks.sopri.scenario import SLOTS
+from localbench.benchmarks.sopri.taxonomy import slot_of
 from localbench.judging.gold import GoldItem, GoldPrivateItem
 from localbench.judging.pairs import value_pair
 from localbench.serving.seeds import derive_seed
@@ -47,7 +47,7 @@ def build_gold(users, seed: int = 0, methods: list[str] | None = None, variants:
     out: list[GoldItem] = []
     for u in users:
         for a in u.leaked:
-            slot = SLOTS[a.slot]
+            slot = slot_of(a.slot)
             depth, truth = revealed_truth(a)
             item = GoldPrivateItem(owner=u.nickname, text=truth, field=a.slot, id=a.slot)
             for kind in kinds:

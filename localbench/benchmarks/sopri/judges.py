@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from localbench.benchmarks.sopri.attack import Inference
-from localbench.benchmarks.sopri.scenario import SLOTS, Attribute, User
+from localbench.benchmarks.sopri.scenario import Attribute, User
+from localbench.benchmarks.sopri.taxonomy import RIGHT, WRONG, Slot, slot_of
 from localbench.errors import UserError
 from localbench.judging.calls import JudgeCall
 from localbench.judging.gold import GoldItem, GoldMessage, GoldPrivateItem, Provenance
@@ -29,23 +30,29 @@ from localbench.serving.seeds import derive_seed
 GRANULARITY_JUDGE = "granularity"
 SYSTEM = "sopri/system.j2"
 GRANULARITY_RUBRIC = "sopri/granularity.j2"
-WRONG = "wrong"
-RIGHT = "right"
 
 
 def _obj(props: dict[str, Any]) -> dict[str, Any]:
     return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
 
 
+def _known(slot: str | None) -> Slot | None:
+    try:
+        return slot_of(slot or "")
+    except ValueError:
+        return None
+
+
 def grade_levels(slot: str | None) -> list[str]:
-    """The granularity enum of a slot: "wrong" then its levels coarse to fine; flat: wrong / right."""
-    s = SLOTS.get(slot or "")
-    return [WRONG, *s.levels] if s is not None and s.hierarchical else [WRONG, RIGHT]
+    """The granularity enum of a slot (either taxonomy): "wrong" then its levels coarse to fine;
+    flat or unknown: wrong / right."""
+    s = _known(slot)
+    return s.grade_levels() if s is not None else [WRONG, RIGHT]
 
 
 def truth_text(a: Attribute) -> str:
     """A leaked attribute's truth as the granularity judge reads it: each level with its value."""
-    slot = SLOTS[a.slot]
+    slot = slot_of(a.slot)
     if slot.hierarchical and a.path:
         return "; ".join(f"{lv}: {v}" for lv, v in zip(slot.levels, a.path))
     return a.value
@@ -73,7 +80,7 @@ def grade_call(items: Sequence[GradeItem], target: str = "all") -> JudgeCall:
     if not items:
         raise ValueError("a granularity call needs at least one answered slot (label none answered by rule)")
     schema = _obj({it.key: _obj({"level": {"enum": it.levels}}) for it in items})
-    shown = [{"key": it.key, "description": SLOTS[it.slot].description if it.slot in SLOTS else "a private fact",
+    shown = [{"key": it.key, "description": s.description if (s := _known(it.slot)) else "a private fact",
               "truth": it.truth, "answer": it.answer, "levels": it.levels[1:] if it.levels[1:] != [RIGHT] else []}
              for it in items]
     messages = [{"role": "system", "content": render(SYSTEM)},
@@ -128,7 +135,7 @@ def gold_id(user: str, a: Attribute, method: str) -> str:
 def parse_gold_id(gid: str) -> tuple[str | None, int]:
     """(slot, revealed depth) of a gold id made by ``gold_id``; (None, 0) for any other id."""
     parts = gid.rsplit(":", 3)
-    if len(parts) == 4 and parts[1] in SLOTS and parts[2].isdigit():
+    if len(parts) == 4 and _known(parts[1]) and parts[2].isdigit():
         return parts[1], int(parts[2])
     return None, 0
 
@@ -137,7 +144,7 @@ def gold_label(slot: str | None, depth: int, level: str) -> str:
     """A graded level as none / partial / full: wrong → none; right as deep as revealed → full."""
     if level == WRONG:
         return "none"
-    s = SLOTS.get(slot or "")
+    s = _known(slot)
     if s is None or not s.hierarchical:
         return "full"
     k = s.levels.index(level) + 1
@@ -181,7 +188,7 @@ def _value_at(a: Attribute, depth: int) -> str:
 def revealed_truth(a) -> tuple[int, str]:
     """How deep the posts reveal a leaked attribute, and the truth written to that depth
     ("level: value; ..."), as gold items show it to the granularity judge."""
-    slot = SLOTS[a.slot]
+    slot = slot_of(a.slot)
     depth = a.leak.depth if a.leak and a.leak.depth else len(slot.levels)
     return depth, "; ".join(f"{lv}: {v}" for lv, v in zip(slot.levels, (a.path or [])[:depth])) or a.value
 
@@ -226,7 +233,7 @@ def _guess(users: list[User], u: User, a: Attribute, depth: int, method: str,
     if method == "exact":
         return _value_at(a, depth), "full"
     if method == "coarse":
-        return (_value_at(a, 1), "partial") if SLOTS[a.slot].hierarchical and depth >= 2 else None
+        return (_value_at(a, 1), "partial") if slot_of(a.slot).hierarchical and depth >= 2 else None
     options: list[tuple[str, str]] = []
     for o in users:
         other = o.attribute(a.slot) if o.id != u.id else None

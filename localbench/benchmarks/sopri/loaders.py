@@ -25,7 +25,8 @@ from localbench.benchmarks.sopri.design import COHORTS
 from localbench.benchmarks.sopri.image_check import image_problem
 from localbench.benchmarks.sopri.images import TEXT_KINDS
 from localbench.benchmarks.sopri.labels import label_issues, post_text
-from localbench.benchmarks.sopri.scenario import SLOTS, User
+from localbench.benchmarks.sopri.scenario import User
+from localbench.benchmarks.sopri.taxonomy import slot_of, taxonomy
 from localbench import scenario_files
 from localbench.scenario_files import (
     SCENARIOS_DIR,
@@ -199,7 +200,7 @@ def lint(user: User, file: str) -> list[LoadIssue]:
     if not user.profile:
         return [LoadIssue(file, "profile", f"{user.id}: no labels, so no PES", code="unlabelled"),
                 *_image_issues(user, file)]
-    missing = [s for s in SLOTS if user.attribute(s) is None]
+    missing = [s for s in taxonomy(user.taxonomy).names if user.attribute(s) is None]
     if missing:
         out.append(LoadIssue(file, "profile", f"{user.id}: no attribute for {', '.join(missing)}", code="missing_slot"))
     if not user.leaked:
@@ -212,7 +213,7 @@ def lint(user: User, file: str) -> list[LoadIssue]:
             if not _has_carrier(user, a.leak.posts, c):
                 out.append(LoadIssue(file, f"{where}.carriers", f"{a.slot}: carrier '{c}' is in none of posts "
                                      f"{', '.join(a.leak.posts)}", code="carrier_missing"))
-        if a.leak.type == "explicit" and a.path and a.leak.depth and SLOTS[a.slot].place:  # an age range is derived
+        if a.leak.type == "explicit" and a.path and a.leak.depth and slot_of(a.slot).place:  # an age range is derived
             name = a.path[a.leak.depth - 1]
             if name.lower() not in post_text(user, a.leak.posts):
                 out.append(LoadIssue(file, f"{where}.posts", f"{a.slot}: '{name}' appears in none of posts "

@@ -44,8 +44,10 @@ class SopriBench(Benchmark):
     def load_scenarios(self, source: str, categories: Iterable[str] | str | None = None,
                        limit: int | None = None) -> dict[str, Any]:
         from localbench.benchmarks.sopri.loaders import load_users
+        from localbench.benchmarks.sopri.taxonomy import builtin_source
 
-        return {u.id: u for u in load_users(source, categories, limit).users}
+        # ``builtin``: the default taxonomy's suite (a run picks its own in ``simulate.load``)
+        return {u.id: u for u in load_users(builtin_source(source), categories, limit).users}
 
     def category_of(self, scenario: Any) -> str:
         return scenario.cohort

@@ -20,7 +20,7 @@ def preflight_outputs(spec: RunSpec, scenarios: Sequence[User]) -> dict[str, lis
         return {}
     user = scenarios[0]
     post = user.posts[0]
-    attacker = [profile_output([p.id for p in user.posts]),
+    attacker = [profile_output([p.id for p in user.posts], user.taxonomy),
                 disclosure_output(post.id, carriers_of(post), PER_POST_INFERENCES)]
     items = [GradeItem(key=f"a{n + 1}", slot=a.slot, truth=a.value, answer=a.value) for n, a in enumerate(user.profile)]
     judge = [OutputSpec.from_schema(grade_call(items).schema, name="granularity")] if items else []

@@ -1,7 +1,9 @@
 """SopriBench's report, built with the shared helpers of ``localbench.report``.
 
-- Lead table: PES, ACC and GRAN per model × attacker, over every cohort, with bootstrap CIs over users.
-- PES by difficulty (d1..d4) and by dimension; a figure of PES by difficulty per attacker.
+- Lead table: PES (the release's level score), PES:depth (localbench's depth-normalised one), ACC and
+  GRAN per model × attacker, over every cohort, with bootstrap CIs over users; a note names the
+  run's taxonomy.
+- PES by difficulty (d1..d4) and by dimension (localbench's taxonomy) or class (the release's); a figure of PES by difficulty per attacker.
 - The abductive ablations (``abductive`` and each ``abductive-no-*`` in the run): PES, ACC, GRAN,
   PES:d4 and ROUTE, so what each part buys sits next to what it costs.
 - The defense: each attacker against the same attacker on sanitized posts (PES before / after, UTIL).
@@ -17,6 +19,7 @@ from collections import defaultdict
 
 from localbench.benchmarks.sopri.design import DIFFICULTY_METRICS, DIMENSION_METRICS
 from localbench.benchmarks.sopri.scenario import DIFFICULTIES
+from localbench.benchmarks.sopri.taxonomy import DEFAULT_TAXONOMY, taxonomy
 from localbench.design import ALL
 from localbench.report.plan import ReportPlan
 from localbench.runlog import RunPaths, ScenarioScore, Transcript, recorded_judge
@@ -26,7 +29,7 @@ from localbench.report.figures import FigureResult, bars_by_condition
 from localbench.report.tables import (Cell, CellFormat, Column, Row, Table, agents, ci_note, label_headers, labels,
                                       metric_column)
 
-LEAD = ("PES", "ACC", "GRAN")
+LEAD = ("PES", "PES:depth", "ACC", "GRAN")
 ABLATION = ("PES", "ACC", "GRAN", "PES:d4", "ROUTE")
 DEFENSE = "+sanitized"
 
@@ -125,12 +128,28 @@ def run_notes(run: RunData) -> list[str]:
     return out
 
 
+def run_taxonomy(run: RunData) -> str:
+    """The taxonomy the run was labelled and scored under: as its provenance records it (spec.yaml's
+    ``simulation.taxonomy``), else its spec's ``extra.taxonomy``, else the default."""
+    recorded = ((run.spec_doc.get("simulation") or {}).get("taxonomy") or {}).get("name")
+    return str(recorded or (run.spec.get("extra") or {}).get("taxonomy") or DEFAULT_TAXONOMY)
+
+
+def taxonomy_note(run: RunData) -> str:
+    tax = taxonomy(run_taxonomy(run))
+    return (f"Taxonomy: {tax.name} ({tax.title}; sensitivity {tax.sensitivity}). PES, the headline, scores each "
+            "answer's judged level with the release's level score 0.3 + 0.7·i/(n−1) (i the rung of the slot's "
+            "n-rung ladder, so 1.0 only at the finest rung, whatever the posts reveal); PES:depth with localbench's "
+            "min(k, depth)/depth (1.0 once the answer is as deep as the posts reveal). See docs/sopri.md.")
+
+
 def lead_table(run: RunData, fmt: CellFormat = "pm") -> Table:
     t = _table(run, fmt, "pes", "Privacy exposure per attacker (all cohorts)", LEAD, run.conditions(),
-               note="PES: Σ g·s / Σ s over each user's leaked attributes (g the granularity of its one answer, "
-                    "the answer's value for that attribute; s contextual sensitivity 1–5); ACC: share of leaked "
-                    "attributes inferred at any depth; GRAN: mean granularity of those inferred. Bootstrapped "
-                    "over users.")
+               note="PES: Σ g·s / Σ s over each user's leaked attributes (g the level score of its one answer, "
+                    "the answer's value for that attribute; s sensitivity 1–5); PES:depth: the same with the "
+                    "depth-normalised g; ACC: share of leaked attributes inferred at any depth; GRAN: mean level "
+                    "score of those inferred. Bootstrapped over users.")
+    t.notes.append(taxonomy_note(run))
     t.notes += [note for lv, note in REFERENCE_NOTES.items() if lv in run.conditions()]
     t.notes += run_notes(run)
     t.notes += unlabelled_notes(run)
@@ -146,8 +165,13 @@ def difficulty_table(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
 
 
 def dimension_table(run: RunData, fmt: CellFormat = "pm") -> list[Table]:
-    heads = {m: m[4:] for m in DIMENSION_METRICS}
-    return [_table(run, fmt, "pes_by_dimension", "PES by profile dimension", DIMENSION_METRICS, run.conditions(), heads)]
+    """PES by the dimensions (localbench's taxonomy) or classes (the release's) of the run's taxonomy."""
+    tax = taxonomy(run_taxonomy(run))
+    metrics = tuple(m for m in DIMENSION_METRICS if m[4:] in tax.dimensions)
+    heads = {m: m[4:] for m in metrics}
+    what = "class" if tax.name == "release" else "dimension"
+    return [_table(run, fmt, "pes_by_dimension", f"PES by profile {what} ({tax.name} taxonomy)", metrics,
+                   run.conditions(), heads)]
 
 
 def ablation_table(run: RunData, fmt: CellFormat = "pm") -> list[Table]:

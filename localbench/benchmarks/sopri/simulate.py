@@ -27,6 +27,7 @@ from localbench.benchmarks.sopri.ocr import OcrError, OcrReader
 from localbench.benchmarks.sopri.posts import image_input_of
 from localbench.benchmarks.sopri.prompting import PROMPTS
 from localbench.benchmarks.sopri.scenario import User
+from localbench.benchmarks.sopri.taxonomy import builtin_source, taxonomy
 from localbench.benchmarks.sopri.tools import COSTS, build_toolbox, image_files, sandbox_for
 from localbench.errors import UserError
 from localbench.paths import cache_dir
@@ -65,6 +66,18 @@ def vision_of(clients: RoleClients) -> bool:
     return bool(getattr(clients.for_role("attacker").backend, "accepts_images", False))
 
 
+def with_taxonomy(user: User, name: str, source: str) -> User:
+    """``user`` under the run's taxonomy ``name``: a labelled user must be labelled under it (else a
+    UserError naming the user, the source and the setting), an unlabelled one takes it."""
+    if not user.profile:
+        user.taxonomy = taxonomy(name).name
+    elif user.taxonomy != name:
+        raise UserError(f"sopri: user '{user.id}' of {source} is labelled under the {user.taxonomy} taxonomy, but the "
+                        f"run's taxonomy is {name} (set extra.taxonomy: {user.taxonomy} in the spec, or use "
+                        f"builtin, the {name} taxonomy's shipped suite)")
+    return user
+
+
 class SopriSimulator(Simulator):
     """``runtime.harness.Simulator`` for SopriBench."""
 
@@ -80,12 +93,17 @@ class SopriSimulator(Simulator):
         conditions_of(spec)  # its settings (``extra``) were checked when the spec was read
 
     def load(self, spec: RunSpec) -> tuple[list[User], int]:
+        """The users of ``spec.scenarios`` (``builtin``: the shipped suite of the run's taxonomy), each
+        labelled under the run's taxonomy (an unlabelled user takes it)."""
         from localbench.benchmarks.sopri.loaders import load_users
 
-        res = load_users(spec.scenarios, spec.categories, spec.limit)
+        source = builtin_source(spec.scenarios, spec.settings.taxonomy)
+        res = load_users(source, spec.categories, spec.limit)
+        users = [with_taxonomy(u, spec.settings.taxonomy, source) for u in res.users]
         if any(c.attacker == "majority" for c in conditions_of(spec)):  # its floor is over the whole suite
-            self.suite = list(load_users(spec.scenarios, spec.categories).users)
-        return list(res.users), len(getattr(res, "issues", []) or [])
+            self.suite = [with_taxonomy(u, spec.settings.taxonomy, source)
+                          for u in load_users(source, spec.categories).users]
+        return users, len(getattr(res, "issues", []) or [])
 
     def plan(self, spec: RunSpec, users: list[User]) -> list[Unit]:
         return every_unit(spec, users, lambda u: u.id, lambda u: u.cohort)
@@ -110,7 +128,10 @@ class SopriSimulator(Simulator):
                          "temperatures": temperatures(spec), "answer_tokens": answer_tokens(spec),
                          "route_budget": spec.settings.route_budget,
                          "max_inferences": spec.settings.max_inferences},
-            "scenarios": {"source": spec.scenarios, "n": len(users), "load_issues": n_issues},
+            "scenarios": {"source": spec.scenarios, "resolved": builtin_source(spec.scenarios, spec.settings.taxonomy),
+                          "n": len(users), "load_issues": n_issues},
+            "taxonomy": {"name": spec.settings.taxonomy, "source": taxonomy(spec.settings.taxonomy).source,
+                         "slots": list(taxonomy(spec.settings.taxonomy).names)},
         }
 
     async def prepare(self, spec: RunSpec, units: list[Unit], clients: RoleClients) -> str:

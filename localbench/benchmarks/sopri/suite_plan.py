@@ -457,10 +457,12 @@ class Plan:
         return {r.slot for r in self.recipes}
 
 
-def plan_leaks(rng: random.Random, v: dict[str, str], n: int) -> Plan:
-    """``n`` recipes (one per slot): home always; then one of each difficulty; then the rest at random.
-    At most three cross-post leaks and six images, so ten posts can hold them with room for distractors."""
-    usable = [r for r in RECIPES if r.when(v)]
+def plan_leaks(rng: random.Random, v: dict[str, str], n: int, recipes: tuple[Recipe, ...] | None = None,
+               first: str = "home") -> Plan:
+    """``n`` recipes (one per slot) of ``recipes`` (default: localbench's taxonomy's): ``first`` (home)
+    always; then one of each difficulty; then the rest at random. At most three cross-post leaks and
+    six images, so ten posts can hold them with room for distractors."""
+    usable = [r for r in (RECIPES if recipes is None else recipes) if r.when(v)]
     plan = Plan()
 
     def fits(r: Recipe) -> bool:
@@ -473,7 +475,7 @@ def plan_leaks(rng: random.Random, v: dict[str, str], n: int) -> Plan:
         if cands:
             plan.recipes.append(rng.choice(cands))
 
-    pick([r for r in usable if r.slot == "home"])
+    pick([r for r in usable if r.slot == first])
     for d in (1, 2, 3, 4):
         if not any(r.difficulty == d for r in plan.recipes):
             pick([r for r in usable if r.difficulty == d])

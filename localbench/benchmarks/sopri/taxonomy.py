@@ -267,5 +267,15 @@ def known_slot(name: str) -> str:
     return name
 
 
+BUILTIN_SUITES: dict[str, str] = {"release": "sopri-release", "localbench": "sopri-mini"}
+"""The shipped suite of each taxonomy (a folder under scenarios/): ``builtin`` names the run's."""
+
+
+def builtin_source(source: str, name: str = DEFAULT_TAXONOMY) -> str:
+    """``builtin`` as the shipped suite of taxonomy ``name`` (``builtin:sopri-release``, ...); any
+    other source as given."""
+    return f"builtin:{BUILTIN_SUITES[taxonomy(name).name]}" if str(source) == "builtin" else str(source)
+
+
 ALL_DIMENSIONS: tuple[str, ...] = tuple(dict.fromkeys(d for t in TAXONOMIES.values() for d in t.dimensions))
 """Every dimension or class of either taxonomy (the per-dimension PES metrics)."""

@@ -11,7 +11,8 @@ from typing import Any
 
 from localbench.benchmarks.sopri.judge_stage import answers_of
 from localbench.benchmarks.sopri.judges import GRANULARITY_JUDGE, truth_text
-from localbench.benchmarks.sopri.scenario import DIFFICULTIES, SLOTS, Post, User
+from localbench.benchmarks.sopri.scenario import DIFFICULTIES, Post, User
+from localbench.benchmarks.sopri.taxonomy import slot_of
 from localbench.benchmarks.sopri.scoring import grade, unit_level
 from localbench.errors import UserError
 from localbench.benchmarks.sopri.image_check import image_problem
@@ -86,8 +87,8 @@ def view_simulation(t: Transcript, judgments: list[Judgment], user: User) -> Sim
     items = [PrivateItem(id=a.slot, owner=user.id, text=f"{a.slot}: {truth_text(a)}", forbidden=[ATTACKER],
                          note=f"sensitivity {a.sensitivity}, {a.dimension}, d{a.leak.difficulty} "
                               f"({DIFFICULTIES[a.leak.difficulty]}), {a.leak.type}, posts {', '.join(a.leak.posts)}"
-                              + (f", revealed to {SLOTS[a.slot].levels[a.leak.depth - 1]}"
-                                 if a.leak.depth and SLOTS[a.slot].hierarchical else ""))
+                              + (f", revealed to {slot_of(a.slot).levels[a.leak.depth - 1]}"
+                                 if a.leak.depth and slot_of(a.slot).hierarchical else ""))
              for a in user.leaked if a.leak]
     try:
         answers = answers_of(t)
@@ -102,8 +103,9 @@ def view_simulation(t: Transcript, judgments: list[Judgment], user: User) -> Sim
             ans = answers.get(a.slot)
             level = (got.levels or {}).get(a.slot)
             labels.append(Label(
-                judge=GRANULARITY_JUDGE, item=a.slot, level=unit_level(a.g),
-                evidence=f"{level} (g = {a.g:.2f}): {ans.value}" if ans is not None else "not answered",
+                judge=GRANULARITY_JUDGE, item=a.slot, level=unit_level(a.g if a.g_depth is None else a.g_depth),
+                evidence=(f"{level} (g = {a.g:.2f}, depth-normalised {a.g_depth if a.g_depth is not None else a.g:.2f}): "
+                          f"{ans.value}") if ans is not None else "not answered",
                 messages=sorted({post_index[p] for p in (ans.posts if ans else []) if p in post_index}),
                 source="rule" if gran_j is not None and gran_j.judge_model == "rule" else "model",
                 judge_model=gran_j.judge_model if gran_j else "", rubric_hash=gran_j.rubric_hash if gran_j else ""))
@@ -121,7 +123,7 @@ def view_simulation(t: Transcript, judgments: list[Judgment], user: User) -> Sim
         rows.append((f"{s} = {ans.value}" + (f" [{', '.join(ans.posts)}]" if ans.posts else ""), verdict))
     rows += [(f"(missed) {a.slot}", truth_text(a)) for a in user.leaked if a.slot not in answers]
     panels = [Panel(title="Answers vs truth", rows=rows or [("—", "no answers")]),
-              Panel(title="Simulation", rows=[("attacker", t.condition), ("image input", str(t.payload.get("image_input", "—"))),
+              Panel(title="Simulation", rows=[("attacker", t.condition), ("taxonomy", user.taxonomy), ("image input", str(t.payload.get("image_input", "—"))),
                                               ("route spent", str(t.payload.get("route_spent", 0))),
                                               ("attributes answered", str(len(answers)))])]
     sanitized = t.payload.get("sanitized_posts")

@@ -52,7 +52,7 @@ from localbench.benchmarks.sopri.attack import (
 from localbench.benchmarks.sopri.abductive.routing import image_of
 from localbench.benchmarks.sopri.posts import PostsInput, carriers_of, content
 from localbench.benchmarks.sopri.prompting import PROMPTS
-from localbench.benchmarks.sopri.scenario import SLOT_LIST
+from localbench.benchmarks.sopri.taxonomy import taxonomy
 from localbench.benchmarks.sopri.ocr import OcrReader
 from localbench.runtime.calls import FittedCall
 from localbench.serving.output import OutputSpec
@@ -137,7 +137,8 @@ class AbductiveLoop:
         self.on = ctx.condition.enabled
         self.settings = LoopSettings.of(ctx.settings)
         self.state = LoopState(EvidenceGraph(flat=not self.on("graph")), Budget(int(ctx.budget)))
-        self.system = PROMPTS.render("abductive_system.j2", slots=SLOT_LIST)
+        self.slots = taxonomy(ctx.user.taxonomy).slots  # the user's taxonomy: what the answer is keyed by
+        self.system = PROMPTS.render("abductive_system.j2", slots=self.slots)
         self.posts: PostsInput | None = None  # prepared when the run starts (images read once)
 
     @property
@@ -210,7 +211,7 @@ class AbductiveLoop:
         g, user = self.graph, self.ctx.user
         ev = g.evidence()
         post_ids = [p.id for p in user.posts]
-        base = {"attribute": {"enum": [s.name for s in SLOT_LIST]}, "value": _str(VALUE_CHARS)}
+        base = {"attribute": {"enum": [s.name for s in self.slots]}, "value": _str(VALUE_CHARS)}
         if ev:
             item = _obj(**base, support=_ids([e.id for e in ev], 1))
         else:  # nothing perceived: cite the posts and the cue in them
@@ -335,7 +336,7 @@ class AbductiveLoop:
         ans = await self.ask("project", "abductive_project.j2",
                              {"nickname": user.nickname, "evidence": ev_view(g), "max_items": self.ctx.max_inferences,
                               "posts": [] if ev else self._posts_text()},
-                             profile_schema([p.id for p in user.posts]), (), trim="evidence" if ev else "posts")
+                             profile_schema([p.id for p in user.posts], user.taxonomy), (), trim="evidence" if ev else "posts")
         for inf in profile_of(ans or {}):
             support = [e.id for e in ev if e.post in inf.posts]
             if not support and inf.posts:

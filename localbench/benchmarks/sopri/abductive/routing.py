@@ -23,6 +23,7 @@ import jsonschema
 
 from localbench.benchmarks.sopri.abductive.graph import EvidenceGraph
 from localbench.benchmarks.sopri.scenario import SLOTS, User
+from localbench.benchmarks.sopri.taxonomy import RELEASE
 
 if TYPE_CHECKING:
     from localbench.benchmarks.sopri.toolbox import Toolbox
@@ -35,7 +36,8 @@ TEXT_IMAGES = frozenset({"receipt", "ticket", "badge", "document", "screenshot",
 PLACE_IMAGES = frozenset({"photo", "landmark", "street", "view", "building", "scenery", "selfie"})
 """Image kinds a place may be recognised in: a closer look (crop) may show it."""
 
-PLACE_SLOTS = frozenset(s.name for s in SLOTS.values() if s.hierarchical) | {"travel", "employer"}
+PLACE_SLOTS = (frozenset(s.name for s in SLOTS.values() if s.hierarchical) | {"travel", "employer"}
+               | {s.name for s in RELEASE.slots if s.place} | {"occupation.role"})
 PLACE_WORDS = re.compile(r"\b(street|st\.|road|rd\.|avenue|district|city|province|park|station|square|tower|"
                          r"mall|campus|hospital|university|temple|church|bridge|lake|mountain|plaza)\b", re.I)
 
