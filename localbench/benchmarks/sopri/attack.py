@@ -2,7 +2,8 @@
 
 A simulation is one attacker investigating one user. The condition axis value (``spec.conditions``)
 names the attacker, any ablation flags and any defense: ``text``, ``post``, ``selfdisc``,
-``single``, ``abductive``, ``abductive-no-verifier`` (an ablation), ``single+sanitized`` (the
+``single``, ``holmeseye``, ``abductive`` (the paper's names for its baselines, ``PAPER_NAMES``, are
+accepted too), ``abductive-no-verifier`` (an ablation), ``single+sanitized`` (the
 attacker against the sanitizer's rewrite of the user's posts), and the reference attackers
 ``oracle``, ``none`` and ``majority`` (``reference``), which check the scoring.
 
@@ -91,12 +92,23 @@ ATTACKERS: dict[str, str] = {
     "post": "localbench.benchmarks.sopri.attackers:PostVLM",
     "selfdisc": "localbench.benchmarks.sopri.attackers:SelfDisc",
     "single": "localbench.benchmarks.sopri.attackers:SingleAgent",
+    "holmeseye": "localbench.benchmarks.sopri.holmeseye:HolmesEye",
     "abductive": "localbench.benchmarks.sopri.abductive.attacker:AbductiveAttacker",
     "oracle": "localbench.benchmarks.sopri.reference:OracleAttacker",
     "none": "localbench.benchmarks.sopri.reference:NoneAttacker",
     "majority": "localbench.benchmarks.sopri.reference:MajorityAttacker",
 }
 """attacker name → "module:Class" (imported when a simulation needs it)."""
+
+PAPER_NAMES: dict[str, str] = {
+    "text-only": "text",
+    "post-wise-vlm": "post",
+    "single-agent": "single",
+    "self-disclosure": "selfdisc",
+    "holmeseye-adapted": "holmeseye",
+}
+"""The paper's five baselines by its names (one script each in the release's ``baselines/``) → the
+attacker that implements each here. Either name is accepted; the run records localbench's."""
 
 ABLATIONS: dict[str, str] = {
     "perceiver": "without the perceiver: no first skim of every post into raw evidence",
@@ -114,7 +126,7 @@ DEFENSES: dict[str, str] = {
 REFERENCE = ("oracle", "none", "majority")
 """Reference attackers (``reference``): no model; they check the scoring (ceiling, zero, guessing floor)."""
 
-ATTACKER_ORDER: tuple[str, ...] = ("single", "text", "post", "selfdisc", "abductive",
+ATTACKER_ORDER: tuple[str, ...] = ("single", "text", "post", "selfdisc", "holmeseye", "abductive",
                                    *(f"abductive-no-{f}" for f in ABLATIONS), *REFERENCE)
 """Display order; the first is the baseline the others are compared with (paired bootstrap)."""
 
@@ -137,6 +149,7 @@ class Condition:
         if plus and defense not in DEFENSES:
             raise ConditionError(f"unknown defense '{defense}' in '{value}' (defenses: {', '.join(DEFENSES)})")
         name, *flags = head.split("-no-")
+        name = PAPER_NAMES.get(name, name)
         if name not in ATTACKERS:
             raise ConditionError(f"unknown attacker '{name}' in '{value}' (attackers: {', '.join(ATTACKERS)}; "
                                  f"ablations: abductive-no-<{'|'.join(ABLATIONS)}>; defense: +sanitized)")

@@ -12,7 +12,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from localbench.benchmarks.sopri.attack import ABLATIONS, ATTACKER_ORDER, DEFENSES, MAX_INFERENCES, REFERENCE
+from localbench.benchmarks.sopri.attack import (ABLATIONS, ATTACKER_ORDER, DEFENSES, MAX_INFERENCES, PAPER_NAMES,
+                                                REFERENCE)
 from localbench.benchmarks.sopri.scenario import DIFFICULTIES
 from localbench.benchmarks.sopri.taxonomy import ALL_DIMENSIONS, DEFAULT_TAXONOMY, TaxonomyName
 from localbench.design import Axis, Design, Metric, Role
@@ -42,7 +43,7 @@ class SopriSettings(BaseModel):
 
 
 COHORTS = ("synthetic",)
-DEFAULT_ATTACKERS = ("single", "text", "post", "selfdisc", "abductive")
+DEFAULT_ATTACKERS = ("single", "text", "post", "selfdisc", "holmeseye", "abductive")  # the paper's five baselines + Argus
 DIFFICULTY_METRICS = tuple(f"PES:d{d}" for d in DIFFICULTIES)
 DIMENSION_METRICS = tuple(f"PES:{d}" for d in ALL_DIMENSIONS)  # both taxonomies' dimensions and classes
 
@@ -68,11 +69,18 @@ METRICS: tuple[Metric, ...] = (
            higher_is_better=True, pooled=True),
 )
 
+_PAPER = {ours: paper for paper, ours in PAPER_NAMES.items()}
 ATTACKERS_HELP = (
-    ", ".join(a for a in ATTACKER_ORDER if not a.startswith("abductive-no-") and a not in REFERENCE)
+    ", ".join(f"{a} (paper: {_PAPER[a]})" if a in _PAPER else a
+              for a in ATTACKER_ORDER if not a.startswith("abductive-no-") and a not in REFERENCE)
     + f", abductive-no-PART (ablations; PART: {', '.join(ABLATIONS)}), {', '.join(REFERENCE)} (reference attackers: "
     + "no model), each optionally " + ", ".join(f"+{d}" for d in DEFENSES) + " (the defense)")
-"""The attackers as `localbench run --help` lists them (ablations folded into one pattern)."""
+"""The attackers as `localbench run --help` lists them (ablations folded into one pattern), each baseline
+with the paper's name for it, which is accepted too."""
+
+CONDITION_ALIASES = {f"{paper}{suffix}": f"{ours}{suffix}" for paper, ours in PAPER_NAMES.items()
+                     for suffix in ("", *(f"+{d}" for d in DEFENSES))}
+"""A condition under the paper's baseline name (``text-only``, ``text-only+sanitized``) → localbench's."""
 
 DESIGN = Design(
     name="sopri",
@@ -80,7 +88,7 @@ DESIGN = Design(
     axes=(
         Axis("cohort", "Cohort", "category", values=COHORTS),
         Axis("attacker", "Attacker", "condition", values=ATTACKER_ORDER, default=DEFAULT_ATTACKERS,
-             flag="attackers", help=ATTACKERS_HELP),
+             flag="attackers", help=ATTACKERS_HELP, aliases=CONDITION_ALIASES),
     ),
     roles=(
         Role("attacker", "the attacker under test: profiles each user from their posts (a VLM sees the images)"),
