@@ -15,6 +15,7 @@ class RunFiles:
     """The name of every file and folder a run directory holds."""
 
     SPEC = "spec.yaml"  # the resolved spec and its provenance
+    PLAN = "plan.json"  # how each role was served: preset, engine, URL, memory share (``runtime.plan``)
     TRANSCRIPTS = "transcripts.jsonl"
     JUDGMENTS = "judgments.jsonl"
     SCENARIO_SCORES = "scenario_scores.jsonl"
@@ -54,6 +55,10 @@ class RunPaths:
     @property
     def spec_file(self) -> Path:
         return self.path / RunFiles.SPEC
+
+    @property
+    def plan_path(self) -> Path:
+        return self.path / RunFiles.PLAN
 
     @property
     def transcripts_path(self) -> Path:

@@ -18,11 +18,12 @@ from typing import Any
 
 from localbench.errors import UserError
 from localbench.files import write_atomic
+from localbench.runlog import RunFiles, RunPaths
 from localbench.serving.presets import Preset
 from localbench.serving.session import RoleServing, check_models_here
 from localbench.spec import NO_JUDGE, RunSpec
 
-PLAN_FILE = "plan.json"
+PLAN_FILE = RunFiles.PLAN
 """The plan's file in a run directory, beside spec.yaml."""
 
 PLAN_VERSION = 1
@@ -94,13 +95,13 @@ class RunPlan:
             raise PlanError(f"{where}: not a run plan ({e})") from e
 
     def write(self, run_dir: str | Path) -> Path:
-        path = Path(run_dir) / PLAN_FILE
+        path = RunPaths(run_dir).plan_path
         write_atomic(path, json.dumps(self.to_dict(), indent=1, sort_keys=False) + "\n")
         return path
 
     @classmethod
     def read(cls, run_dir: str | Path) -> "RunPlan":
-        path = Path(run_dir) / PLAN_FILE
+        path = RunPaths(run_dir).plan_path
         try:
             doc = json.loads(path.read_text())
         except FileNotFoundError as e:
