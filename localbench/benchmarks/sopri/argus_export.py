@@ -111,8 +111,11 @@ def export_argus(users: list[User], out: Path, *, source: str, sandbox: Path | N
 
 
 def export_source(source: str, out: Path, overwrite: bool = False) -> list[Path]:
-    """Every user of a SopriBench source, with its sandbox, written into ``out``."""
+    """Every user of a SopriBench source (``builtin``: the default taxonomy's shipped suite, as for
+    ``run`` and ``data check``), with its sandbox, written into ``out``."""
     from localbench.benchmarks.sopri.loaders import load_users, sandbox_dir
+    from localbench.benchmarks.sopri.taxonomy import builtin_source
 
+    source = builtin_source(source)
     users = load_users(source).users
     return export_argus(users, out, source=source, sandbox=sandbox_dir(source), overwrite=overwrite)
