@@ -71,8 +71,14 @@ def test_report_cross_check_writes_the_agreement_and_cause_tables(c2_run):
     assert "Where the toolkit and localbench's Tiers 1-2 differ, by cause" in section
     assert 'id="cross-check"' in (c2_run / "report.html").read_text()
     assert (c2_run / "tables" / "toolkit_agreement.csv").exists()
-    bad = _cli("report", str(c2_run), "--cross-check", "nope")
-    assert bad.returncode == 2 and "not offered for a run of agentleak (offered: agentleak-toolkit)" in bad.stderr
+    from typer.testing import CliRunner
+
+    from localbench.cli import app
+    from localbench.errors import UserError
+
+    bad = CliRunner().invoke(app, ["report", str(c2_run), "--cross-check", "nope"])
+    assert isinstance(bad.exception, UserError)
+    assert "not offered for a run of agentleak (offered: agentleak-toolkit)" in str(bad.exception)
 
 
 VAULT = {"name": "Alice Brown", "ssn": "123-45-6789", "insurance_id": "INS-39537672", "diagnosis": "Type 2 diabetes"}
