@@ -36,6 +36,7 @@ from localbench.judging.rubrics import judges_dir
 from localbench.serving.seeds import derive_seed
 
 JUDGE_PAIRS = "gold/judge_pairs.yaml"
+COMPLETION_PAIRS = 4  # pairs per task, each with its own carrier and other criterion (at most one per template)
 
 
 class GoldJudge(Protocol):
@@ -134,28 +135,30 @@ class TaskSource:
     recipient: str
 
 
-def completion_pairs(judge: str, sources: Sequence[TaskSource], seed: int = 0) -> list[GoldItem]:
-    """Per task: the closing message says this task's criterion is done and another scenario's is
-    open (label yes), and its twin the reverse (no); same words, same conversation (module docstring)."""
+def completion_pairs(judge: str, sources: Sequence[TaskSource], seed: int = 0,
+                     per_task: int = COMPLETION_PAIRS) -> list[GoldItem]:
+    """Per task, ``per_task`` pairs (each its own template and other scenario's criterion): the closing
+    message says this task's criterion is done and the other's open (label yes), and its twin the
+    reverse (no); same words, same conversation (module docstring)."""
     sources = list(sources)
-    tpls = judge_templates()["completion"]
+    tpls = sorted(judge_templates()["completion"].items())
     out: list[GoldItem] = []
     for src in sources:
         others = sorted({s.criterion for s in sources if s.scenario != src.scenario and s.criterion != src.criterion})
-        if not others:
-            continue
         rng = random.Random(derive_seed(seed, "completion", judge, src.scenario))
-        other = rng.choice(others)
-        tid, tpl = rng.choice(sorted(tpls.items()))
-        ctx_seed = rng.randrange(2**31)
-        item = GoldPrivateItem(owner=src.owner, text=src.criterion, id="task", domain=None)
-        for done, open_, label, side in ((src.criterion, other, "yes", "leak"), (other, src.criterion, "no", "twin")):
-            planted = tpl.format(done=_clause(done), open=_clause(open_))
-            msgs, pos = _fill_context(random.Random(ctx_seed), src.sender, src.recipient, planted)
-            msgs = msgs[:pos] + msgs[pos + 1:] + [msgs[pos]]  # the closing message comes last
-            out.append(judge_item(judge, f"{src.scenario}:task", side, "completion", src.scenario, src.category,
-                                  item, msgs, [len(msgs) - 1], label, f"judge_pairs/completion/{tid}", seed,
-                                  task=src.task, about=done, other=open_))
+        rng.shuffle(others)
+        order = list(tpls)
+        rng.shuffle(order)
+        for n, (other, (tid, tpl)) in enumerate(zip(others[:per_task], order)):
+            ctx_seed = rng.randrange(2**31)
+            item = GoldPrivateItem(owner=src.owner, text=src.criterion, id="task", domain=None)
+            for done, open_, label, side in ((src.criterion, other, "yes", "leak"), (other, src.criterion, "no", "twin")):
+                planted = tpl.format(done=_clause(done), open=_clause(open_))
+                msgs, pos = _fill_context(random.Random(ctx_seed), src.sender, src.recipient, planted)
+                msgs = msgs[:pos] + msgs[pos + 1:] + [msgs[pos]]  # the closing message comes last
+                out.append(judge_item(judge, f"{src.scenario}:task.{n}", side, "completion", src.scenario,
+                                      src.category, item, msgs, [len(msgs) - 1], label,
+                                      f"judge_pairs/completion/{tid}", seed, task=src.task, about=done, other=open_))
     return out
 
 
