@@ -107,3 +107,23 @@ def test_a_bad_plan_file_names_the_file_and_field(tmp_path):
         RunPlan.read(tmp_path)
     with pytest.raises(PlanError, match="no run plan"):
         RunPlan.read(tmp_path / "nowhere")
+
+
+def test_compare_names_a_runs_judge_from_its_plan(planned_run, tmp_path):
+    """`compare` reads who judged a run from its plan.json: the tiny model judged itself there, so
+    its numbers are marked self-judged even where spec.yaml's record says otherwise (and, without
+    the plan, they are not)."""
+    import shutil
+
+    from localbench.study.compare import load_entries
+
+    run = shutil.copytree(planned_run[0], tmp_path / "run", ignore=shutil.ignore_patterns("view", "cache.sqlite"))
+    spec = yaml.safe_load((run / "spec.yaml").read_text())
+    spec["resolved_models"]["judge"] = "smollm2-135m"
+    (run / "spec.yaml").write_text(yaml.safe_dump(spec))
+    scores = json.loads((run / "scores.json").read_text())
+    scores["judge_warnings"] = [w for w in scores["judge_warnings"] if w["pattern"] != "self_judging"]
+    (run / "scores.json").write_text(json.dumps(scores))
+    assert [e.self_judged for e in load_entries([run])["asb"]] == [True]
+    (run / PLAN_FILE).unlink()
+    assert [e.self_judged for e in load_entries([run])["asb"]] == [False]

@@ -79,14 +79,28 @@ class Entry:
 
 
 def self_judged(run: RunData, model: str) -> bool:
-    """Whether ``model`` was judged by itself in this run: spec.yaml's resolved judge preset (else the
-    scores rows' judge) is the model's own, or the score stage recorded a self-judging warning."""
+    """Whether ``model`` was judged by itself in this run: the judge preset its plan names (plan.json,
+    else spec.yaml's resolved models, else the scores rows' judge) is the model's own, or the score
+    stage recorded a self-judging warning."""
     if any(w.pattern == SELF_JUDGING and w.judge_model == model for w in run.scores.judge_warnings):
         return True
-    resolved = run.spec_doc.get(RESOLVED_MODELS)
+    resolved = planned_models(run.path) or run.spec_doc.get(RESOLVED_MODELS)
     if isinstance(resolved, dict) and resolved.get(run.design.judge_role):
         return resolved[run.design.judge_role] == model
     return any(r.judge == model for r in run.scores.rows if r.model == model)
+
+
+def planned_models(run_dir: Path) -> dict[str, str] | None:
+    """Each role's preset as the run was planned (its plan.json: ``runtime.plan``), where it has one."""
+    from localbench.runlog import RunPaths
+    from localbench.runtime.plan import PlanError, RunPlan
+
+    if not RunPaths(run_dir).plan_path.exists():
+        return None
+    try:
+        return dict(RunPlan.read(run_dir).models)
+    except PlanError:
+        return None
 
 
 def load_entries(run_dirs: list[Path], extra_warnings: list[JudgeWarning] | None = None) -> dict[str, list[Entry]]:
