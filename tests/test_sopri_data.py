@@ -162,6 +162,7 @@ def test_data_gen_cli_passes_model_only_where_accepted(tmp_path):
     res = CliRunner().invoke(app, ["data", "gen", "sopri", "--n", "1", "--seed", "3", "--out", str(tmp_path / "s")])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "s/users/u01/user.yaml").is_file()
+    assert "taxonomy: release" in (tmp_path / "s/users/u01/user.yaml").read_text()  # the default taxonomy's labels
     res = CliRunner().invoke(app, ["data", "gen", "agentleak", "--n", "1", "--out", str(tmp_path / "al"),
                                    "--model", "tiny-random"])
     assert res.exit_code != 0 and "templates only" in str(res.exception or res.output)

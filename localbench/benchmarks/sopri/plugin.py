@@ -34,7 +34,13 @@ class SopriBench(Benchmark):
     build_gold = delegate(f"{HERE}.gold_pairs:build_gold")
     preflight_outputs = delegate(f"{HERE}.preflight:preflight_outputs")
     judge_inputs = delegate(f"{HERE}.judge_inputs:judge_inputs")
-    generate_scenarios = delegate(f"{HERE}.generate:generate_users")  # profile → leakage plan → posts → images
+    def generate_scenarios(self, n: int, seed: int, out, overwrite: bool = False, model: str | None = None):
+        """profile → leakage plan → posts → images (``generate``), labelled under the default taxonomy
+        (``python -m localbench.benchmarks.sopri.generate --taxonomy localbench`` for localbench's)."""
+        from localbench.benchmarks.sopri.generate import generate_users
+        from localbench.benchmarks.sopri.taxonomy import DEFAULT_TAXONOMY
+
+        return generate_users(n, seed, out, overwrite=overwrite, model=model, taxonomy_name=DEFAULT_TAXONOMY)
 
     def scenario_exports(self):
         from localbench.benchmarks.sopri.argus_export import export_source
