@@ -499,9 +499,9 @@ def plan_stages(spec: RunSpec, res: Resolved, roles: list[str] | None = None, st
     never pipelined into the agent's engine; ``recorded``: the judge a run's judge stage recorded,
     which goes on (staged) where the spec names none (``runlog.resume_judge``'s rule); ``check_judge``:
     refuse a judge the run cannot have now (``check_judging``; not for `localbench simulate`)."""
-    from localbench.runtime.plan import plan_run
+    from localbench.runtime.plan import plan_run, role_presets
 
-    models = {r: spec.model_for(r) for r in spec.design.role_names}
+    models = role_presets(spec)
     judge_role = spec.design.judge_role
     if recorded and recorded != models[judge_role]:
         staged = True

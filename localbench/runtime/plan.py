@@ -115,6 +115,12 @@ class PlanError(UserError, ValueError):
     """A plan.json that cannot be read; names the file and field."""
 
 
+def role_presets(spec: RunSpec) -> dict[str, str]:
+    """Every role of the design -> the preset that plays it (``RunSpec.model_for``, once a role):
+    where a run's presets are looked up, for its plan, Slurm's rendering and prefetch alike."""
+    return {r: spec.model_for(r) for r in spec.design.role_names}
+
+
 def open_together(design, roles: Iterable[str]) -> list[list[str]]:
     """The groups of ``roles`` whose engines are open at the same time: the simulation roles (one
     engine per distinct preset, all open while simulations run), then every other role alone. The
@@ -133,7 +139,7 @@ def plan_run(spec: RunSpec, roles: Iterable[str] | None = None, pipelined: bool 
     is a UserError now) and given its engine, URL and memory share. ``pipelined``: the judge judges
     along the simulations on the agent's engine."""
     design = spec.design
-    models = dict(models) if models is not None else {r: spec.model_for(r) for r in design.role_names}
+    models = dict(models) if models is not None else role_presets(spec)
     names = list(roles) if roles is not None else list(design.role_names)
     urls = {r: spec.url_for(r) for r in names}
     together = open_together(design, names)

@@ -119,12 +119,15 @@ def make_plan(spec: RunSpec, where: str = "spec", workdir: str | Path | None = N
         ) from e
     design = spec.design
     primary, judge_role = design.primary_role, design.judge_role
+    from localbench.runtime.plan import role_presets
+
+    models = role_presets(spec)  # each role's preset, looked up once (runtime.plan)
     if opts.serve:  # one server serves the primary role's model, so every simulation role must use it
         for role in design.simulation_roles:
-            if spec.models.get(role) and spec.model_for(role) != spec.model_for(primary):
+            if spec.models.get(role) and models[role] != models[primary]:
                 raise SlurmOptionsError(
                     f"{where}: field 'slurm.serve': one server serves the {primary} model, but models.{role} "
-                    f"({spec.models[role]}) differs from models.{primary} ({spec.model_for(primary)})")
+                    f"({spec.models[role]}) differs from models.{primary} ({models[primary]})")
 
     presets: dict[Path, dict[str, Any]] = {}
     if opts.multi_node:
@@ -134,13 +137,13 @@ def make_plan(spec: RunSpec, where: str = "spec", workdir: str | Path | None = N
         if opts.judge_gpus:
             raise SlurmOptionsError(f"{where}: field 'slurm.judge_gpus': a multi-node task serves one model at a "
                                     "time on all its GPUs; leave judge_gpus out")
-        roles = {r: _multi_node_preset(spec.model_for(r), opts.gpus, opts.nodes or 1, layout, presets, where, "nodes")
+        roles = {r: _multi_node_preset(models[r], opts.gpus, opts.nodes or 1, layout, presets, where, "nodes")
                  for r in design.role_names}
     else:
         agent_gpus = opts.agent_gpus if opts.tensor_parallel else 1
         judge_gpus = (opts.judge_gpus or opts.gpus) if opts.tensor_parallel else 1
-        roles = {r: spec.model_for(r) if spec.model_for(r) == NO_JUDGE else  # judging off: no preset to load
-                 _tp_preset(spec.model_for(r), judge_gpus if r == judge_role else agent_gpus, layout, presets,
+        roles = {r: models[r] if models[r] == NO_JUDGE else  # judging off: no preset to load
+                 _tp_preset(models[r], judge_gpus if r == judge_role else agent_gpus, layout, presets,
                             where, "judge_gpus" if r == judge_role and opts.judge_gpus else "gres")
                  for r in design.role_names}
     # what each shard's spec names: the primary role always; another role where the spec names it

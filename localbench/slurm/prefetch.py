@@ -57,8 +57,9 @@ def prefetch(spec: RunSpec) -> list[Fetched]:
     os.environ.update(env)  # localbench's cache reads LOCALBENCH_CACHE on every call
     done: dict[str, str] = {}
     out = []
-    for role in spec.design.role_names:
-        name = spec.model_for(role)
+    from localbench.runtime.plan import role_presets
+
+    for role, name in role_presets(spec).items():  # each role's preset, looked up once (runtime.plan)
         if name not in done:
             preset = load_preset(name)
             if preset.source.kind == "hf-hub":
