@@ -158,8 +158,7 @@ def _run(tmp_path: Path, run_id: str, *extra: str) -> subprocess.CompletedProces
 
 def test_localbench_taxonomy_through_the_real_run(tmp_path):
     """`--setting taxonomy=localbench`: today's suite, oracle PES and PES:depth 1, none 0; the taxonomy
-    recorded; and a suite labelled under the other taxonomy refused by name. (The release, the default,
-    runs in test_sopri_reference's real run.)"""
+    recorded. (The release, the default, runs in test_sopri_reference's real run.)"""
     res = _run(tmp_path, "lb", "--setting", "taxonomy=localbench")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     run = tmp_path / "lb"
@@ -172,6 +171,15 @@ def test_localbench_taxonomy_through_the_real_run(tmp_path):
     assert by["none"]["PES"] == 0.0 and by["none"]["PES:depth"] == 0.0
     assert by["oracle"]["PES:location"] is None  # the release's classes stay empty under localbench's taxonomy
     assert "Taxonomy: localbench" in (run / "report.md").read_text()
-    bad = _run(tmp_path, "bad", "--setting", "taxonomy=localbench", "--scenarios", "builtin:sopri-release")
-    assert bad.returncode != 0 and "labelled under the release taxonomy" in bad.stdout + bad.stderr
+
+
+def test_a_suite_of_the_other_taxonomy_is_refused_by_name(release_users):
+    from localbench.benchmarks.sopri.simulate import with_taxonomy
+    from localbench.errors import UserError
+
+    with pytest.raises(UserError, match="u01' of builtin:sopri-release is labelled under the release taxonomy, but "
+                                        "the run's taxonomy is localbench"):
+        with_taxonomy(release_users[0], "localbench", "builtin:sopri-release")
+    unlabelled = release_users[0].model_copy(update={"profile": []})
+    assert with_taxonomy(unlabelled, "localbench", "x").taxonomy == "localbench"  # an unlabelled user takes it
     assert taxonomy("localbench") is LOCALBENCH
