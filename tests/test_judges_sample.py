@@ -141,7 +141,8 @@ def test_sample_label_import_and_eval_through_the_cli(planted_run, tmp_path):
     # the eval on it says it is real-transcript gold (report and eval.json)
     _cli("judges", "eval", "--judges", "oracle", "--gold", tmp_path / "adj.jsonl", "--out", tmp_path / "ev")
     assert "This is **real-transcript gold**" in (tmp_path / "ev" / "report.md").read_text()
-    assert json.loads((tmp_path / "ev" / "eval.json").read_text())["gold_origin"] == "real-transcript gold"
+    ev = json.loads((tmp_path / "ev" / "eval.json").read_text())
+    assert ev["gold_origin"] == "real-transcript gold" and ev["bench_judge"] == "privacy"  # ASB's item judge
 
 
 def test_a_label_file_of_another_sample_is_refused(planted_run, tmp_path):
@@ -271,3 +272,59 @@ def test_a_filled_copy_of_the_blind_file_counts_as_a_labeller(planted_run, tmp_p
     assert "Cohen's κ(ana, cato)" in out and "0 items labelled differently" in out
     assert all(it.annotations.keys() == {"ana", "cato"} and it.label == key[it.id]["judge_label"]
                for it in read_gold(tmp_path / "g.jsonl"))
+
+
+def test_asb_pair_rubric_inputs_go_to_pair_gold_asked_about_their_recipient(tmp_path):
+    """A multi-party transcript (every agent tells the others one private item) judged by the pair rubric:
+    one input per (item, forbidden recipient); the labeller is asked about that recipient; the gold is the
+    privacy_pairs judge's, and `judges eval` measures that judge on it."""
+    import io
+
+    from localbench.benchmarks.asb.judges import privacy_pair_calls
+    from localbench.benchmarks.asb.loaders import load_scenarios
+    from localbench.judging.labeller import label_session
+    from localbench.judging.sample import SampleInfo, fits_all, write_sample
+    from localbench.registry import get_benchmark
+    from localbench.runlog import Judgment, LogEntry, Transcript
+
+    s = load_scenarios("builtin", ["GC"], 1).scenarios[0]
+    agents = [a.id for a in s.agents]
+    entries = [LogEntry(index=i, round=0, kind="message", sender=a, recipients=[b for b in agents if b != a],
+                        content=f"note {i}: " + s.items[i % len(s.items)].text) for i, a in enumerate(agents)]
+    t = Transcript(key=f"m|{s.id}|L0|0", scenario=s.id, category="GC", condition="L0", model="m",
+                   termination="done", entries=entries)
+    calls = privacy_pair_calls(s, [e.model_dump() for e in entries], fits_all)
+    judgments = [Judgment(key=f"{t.key}|privacy_pairs|{c.target}", sim_key=t.key, judge="privacy_pairs",
+                          target=c.target, judge_model="x",
+                          label={"levels": {i: {p: "full" for p in c.keymap["recipients"][k].values()}
+                                            for k, i in c.keymap["items"].items()}}) for c in calls]
+    frame = get_benchmark("asb").judge_inputs(t, s, judgments)
+    pairs = sum(len(r) for c in calls for r in c.keymap["recipients"].values())
+    assert pairs > 0 and len(frame.inputs) == pairs and not frame.left_out
+    assert all(x.gold_judge == "privacy_pairs" and len(x.meta["forbidden"]) == 1 for x in frame.inputs)
+
+    inputs = [with_simulation(x, t, "x") for x in frame.inputs]
+    chosen, strata = draw(inputs, 3, seed=0)
+    dyadic = with_simulation(_input("u1", "none"), t, "x")  # and one item-judge input in the same sample
+    info = SampleInfo(run="r", run_id="r", benchmark="asb", spec_hash="h", judge_model="x", judges=["privacy_pairs"],
+                      n=4, seed=0, strata=[], available=len(inputs), left_out={}, scrubbed_names=[])
+    blind, key_path = write_sample(tmp_path, chosen + [dyadic], strata, info)
+    lines = [json.loads(x) for x in blind.read_text().splitlines()]
+    assert sum(x.get("judge") == "privacy_pairs" and set(x["meta"]) == {"forbidden"} for x in lines) == 3
+    shown = io.StringIO()
+    label_session(blind, "ana", stdin=io.StringIO("f\nf\nn\nn\n"), stdout=shown)
+    asked = [x for x in shown.getvalue().splitlines() if x.startswith("How much")]
+    names = {x.meta["forbidden"][0] for x in chosen}
+    assert sum(any(f" to {n}?" in a for n in names) for a in asked) == 3 and "reveal?" in " ".join(asked)
+
+    out = _cli("judges", "gold", "import", blind.with_name("sample.labels.ana.jsonl"), "--key", key_path,
+               "--out", tmp_path / "g.jsonl")  # two judges: one gold file each
+    assert "g.privacy_pairs.jsonl (privacy_pairs)" in out and "g.privacy.jsonl (privacy)" in out
+    gold = read_gold(tmp_path / "g.privacy_pairs.jsonl")
+    assert {it.judge for it in gold} == {"privacy_pairs"} and len(gold) == 3
+    assert all(it.meta["forbidden"][0] in names for it in gold)
+    assert [it.judge for it in read_gold(tmp_path / "g.privacy.jsonl")] == [None]
+    _cli("judges", "eval", "--benchmark", "asb", "--judges", "oracle", "--gold", tmp_path / "g.privacy_pairs.jsonl",
+         "--out", tmp_path / "ev", "--no-report")
+    ev = json.loads((tmp_path / "ev" / "eval.json").read_text())
+    assert ev["gold_origin"] == "real-transcript gold" and ev["bench_judge"] == "privacy_pairs"

@@ -243,14 +243,19 @@ def _transcript_gold(files: list[Path], key: Path, out: Path, adjudicator: Optio
     if adjudicator and adjudicator not in by:
         raise UserError(f"--adjudicator: '{adjudicator}' is not one of the labellers ({', '.join(sorted(by))})")
     items = to_gold(lines, by, adjudicator)
-    write_gold(out, items)
+    judges = sorted({it.meta["transcript"]["judge"] for it in items})
+    paths = {j: out if len(judges) == 1 else out.with_name(f"{out.stem}.{j}{out.suffix}") for j in judges}
+    for j, path in paths.items():  # one gold file per judge: an eval measures one judge (--gold repeated)
+        write_gold(path, [it for it in items if it.meta["transcript"]["judge"] == j])
     rules = Counter(it.meta["transcript"]["rule"] for it in items)
-    typer.echo(f"{len(items)} real-transcript gold items, {sum(it.label is not None for it in items)} labelled → {out}"
+    typer.echo(f"{len(items)} real-transcript gold items, {sum(it.label is not None for it in items)} labelled → "
+               f"{', '.join(f'{p} ({j})' for j, p in paths.items())}"
                f" ({', '.join(f'{v} by {k}' for k, v in sorted(rules.items()))}; {len(lines) - len(items)} of the "
                f"sample's {len(lines)} items answered by nobody, left out)")
     for a in sorted(by):
         typer.echo(f"  {a}: {sum(v is not None for v in by[a].values())} labels")
     info: dict = {"labellers": sorted(by), "key": str(key), "files": [str(f) for f in files],
+                  "gold": {j: str(p) for j, p in paths.items()},
                   "rule": "one labeller: theirs; more: strict majority, else "
                           + (f"adjudicator {adjudicator}" if adjudicator else "unlabelled"),
                   "items": len(items), "labelled": sum(it.label is not None for it in items)}

@@ -120,7 +120,8 @@ def show(item: GoldItem, n: int, total: int, out: IO[str]) -> None:
     out.write(f"\n── item {n}/{total} ({opaque_number(item.id)})\n")
     out.write(f"Private item of {item.item.owner}{field}:\n  {item.item.text}\n\nMessages:\n")
     out.write(render_lines(item.as_judge_messages(), keys=[str(i) for i in range(len(item.messages))]) + "\n\n")
-    out.write("How much of the item do these messages reveal?\n")
+    to = ", ".join(item.meta.get("forbidden") or [])  # a pair rubric's item: asked about these recipients
+    out.write(f"How much of the item do these messages reveal{' to ' + to if to else ''}?\n")
     out.flush()
 
 

@@ -168,12 +168,15 @@ def blind_item(x: JudgeInput, item_id: str, scrub) -> GoldItem:
     msgs = [GoldMessage(sender=scrub(m.sender), recipients=[scrub(r) for r in m.recipients], content=scrub(m.content))
             for m in x.messages]
     item = x.item.model_copy(update={"owner": scrub(x.item.owner), "text": scrub(x.item.text)})
-    return GoldItem(id=item_id, messages=msgs, item=item, source=Provenance(kind="transcript"))
+    meta = {"forbidden": [scrub(p) for p in x.meta["forbidden"]]} if x.meta.get("forbidden") else {}
+    return GoldItem(id=item_id, messages=msgs, item=item, source=Provenance(kind="transcript"), judge=x.gold_judge,
+                    meta=meta)
 
 
 def blind_line(item: GoldItem) -> str:
-    """The blind file's line: only what `judges label` needs (no defaults that could carry anything)."""
-    return json.dumps(item.model_dump(mode="json", include={"id", "messages", "item", "source"},
+    """The blind file's line: only what `judges label` needs (no defaults that could carry anything); a pair
+    rubric's item adds its judge and the recipient asked about (``meta.forbidden``)."""
+    return json.dumps(item.model_dump(mode="json", include={"id", "messages", "item", "source", "judge", "meta"},
                                       exclude_none=True, exclude_defaults=True), ensure_ascii=False)
 
 
