@@ -62,4 +62,4 @@ class SopriBench(Benchmark):
         from localbench.judging.sanity import JudgeChecks
 
         # every answer "wrong" can be a real result (an attacker that guessed nothing right)
-        return JudgeChecks(constant_exempt=("granularity",), metrics={"granularity": ("PES", "ACC", "GRAN")})
+        return JudgeChecks(constant_exempt=("granularity",), metrics={"granularity": ("PES", "PES:depth", "ACC", "GRAN")})
