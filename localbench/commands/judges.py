@@ -81,9 +81,9 @@ def gold_build(
                                               "to rank judges); the failure is written into every item's "
                                               "meta.build.weak_gold"),
     judge: Optional[str] = typer.Option(None, "--judge",
-                                        help="one benchmark judge, by its name in judgments.jsonl (asb: privacy, "
-                                             "privacy_pairs, abstraction, task; agentleak: leak, task; sopri: "
-                                             "granularity); default: every judge behind a headline metric, the "
+                                        help="one benchmark judge, by its name in a run's judgments.jsonl (e.g. "
+                                             "privacy_pairs, abstraction, task; an unknown name lists the "
+                                             "benchmark's); default: every judge behind a headline metric, the "
                                              "item judge's set at OUT and each other's at OUT.<judge>.jsonl "
                                              "(--methods: the item judge only)"),
 ) -> None:
@@ -470,11 +470,29 @@ def eval_(
     base_url: Optional[str] = typer.Option(None, "--base-url", help="openai engine: the server's /v1 URL"),
     report: bool = typer.Option(True, help="write the report when done"),
     benchmark: str = typer.Option(DEFAULT_BENCHMARK, help=BENCHMARK_HELP),
+    slurm: bool = typer.Option(False, "--slurm", help="submit one Slurm job per judge into --out, then a report "
+                                                      "job after them all (docs/judges.md)"),
+    slurm_options: Optional[Path] = typer.Option(None, "--slurm-options",
+                                                 help="--slurm: YAML with the jobs' sbatch options (a run spec's "
+                                                      "`slurm:` section: gres, time, venv, ...)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="--slurm: write the scripts under <out>/slurm/dry-run and "
+                                                          "print the sbatch commands; submit nothing"),
 ) -> None:
-    """Run judges over a gold set with the benchmark's rubric and schema, asked as a run asks them."""
+    """Run judges over a gold set with the benchmark's rubric and schema, asked as a run asks them
+    (here, one judge after another; or with --slurm, one Slurm job per judge)."""
     from localbench.registry import get_benchmark
     from localbench.judging.gold_eval import EvalConfig, run_eval
 
+    if slurm or dry_run or slurm_options:
+        if not slurm:
+            raise typer.BadParameter("--dry-run and --slurm-options go with --slurm")
+        settings = ["--batch-like-run" if batch else "--one-per-call", "--sample", str(sample), "--seeds", str(seeds),
+                    *(["--shuffle"] if shuffle else []), *(["--pad"] if pad else []), "--pad-messages",
+                    str(pad_messages), "--temperature", str(temperature), "--max-tokens", str(max_tokens),
+                    "--seed", str(seed), "--engine", engine, *(["--base-url", base_url] if base_url else []),
+                    "--benchmark", benchmark]
+        _eval_on_slurm(_judges(judges, judge), gold, out, settings, slurm_options, dry_run)
+        return
     cfg = EvalConfig(judges=_judges(judges, judge), seeds=seeds, shuffle=shuffle, pad=pad, pad_messages=pad_messages,
                      temperature=temperature, max_tokens=max_tokens, seed=seed, engine=engine, base_url=base_url,
                      benchmark=benchmark, batch=batch, sample=sample)
@@ -539,6 +557,26 @@ def _gold_judge_of(bm, gold: Path):
         raise UserError(f"{gold}: its items ask about the '{name}' judge, which {bm.name} does not have "
                         f"(its judges with gold: {', '.join(known)}); is --benchmark right?")
     return known[name]
+
+
+def _eval_on_slurm(judges: list[str], gold: Path, out: Path, settings: list[str], options: Optional[Path],
+                   dry_run: bool) -> None:
+    """`judges eval --slurm`: one job per judge, then the report job (localbench.slurm.judges_eval)."""
+    from localbench.judging.gold import read_gold
+    from localbench.slurm import judges_eval
+
+    read_gold(gold)  # a bad gold set is refused here, not in every job
+    jobs = judges_eval.eval_jobs(judges, gold, out, settings, judges_eval.read_options(options), Path.cwd())
+    if dry_run:
+        folder = out.resolve() / "slurm" / "dry-run"
+        typer.echo(f"# judges eval on Slurm: {len(judges)} judge job(s) and a report job; scripts written to {folder}")
+        typer.echo("\n".join(judges_eval.dry_run(jobs, folder)))
+        typer.echo("# (dry run: nothing submitted)")
+        return
+    ids = judges_eval.submit(jobs, out.resolve(), Path.cwd())
+    for j, job_id in ids.items():
+        typer.echo(f"{j}: job {job_id}")
+    typer.echo(f"job ids in {out.resolve() / 'slurm' / 'submission.json'}; logs in {out.resolve() / 'slurm' / 'logs'}")
 
 
 @judges_app.command("rejudge")
