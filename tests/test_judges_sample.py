@@ -328,3 +328,28 @@ def test_asb_pair_rubric_inputs_go_to_pair_gold_asked_about_their_recipient(tmp_
          "--out", tmp_path / "ev", "--no-report")
     ev = json.loads((tmp_path / "ev" / "eval.json").read_text())
     assert ev["gold_origin"] == "real-transcript gold" and ev["bench_judge"] == "privacy_pairs"
+
+
+def test_every_call_the_judge_stage_made_is_rebuilt(planted_run, tmp_path):
+    """The run's own judge stage (a rejudge through a scripted judge client: real call builder, records,
+    per-user targets for CU) against the sampler's rebuild: every item of every call is an input, none left
+    out, each with the level that judgment gave it."""
+    from judges_helpers import scripted_judge
+    from localbench.rejudge import rejudge_one
+    from localbench.runlog import Judgment, RecordStore
+
+    def level(request, key, text):  # a deterministic judge that reads the transcript
+        return "full" if text.split()[0] in request.messages[-1]["content"].split("Messages")[-1] else "none"
+
+    out = asyncio.run(rejudge_one(planted_run, "scripted", client=scripted_judge(level, "scripted"),
+                                  show_progress=False))
+    made = [j for j in RecordStore(out / "judgments.jsonl", Judgment).read()
+            if j.judge == "privacy" and j.judge_model != "rule"]
+    units = {(j.sim_key, j.target, i): lv for j in made for i, lv in j.label["levels"].items()}
+    assert {j.target for j in made} - {"all"} and len(units) > 12  # CU is judged per user
+    _cli("judges", "sample", planted_run, "--n", len(units), "--labels-of", "scripted", "--out", tmp_path / "s")
+    info = json.loads((tmp_path / "s" / "private" / "sample.json").read_text())
+    assert info["available"] == len(units) and info["left_out"] == {}
+    key = _key(tmp_path / "s")
+    assert {(k["sim_key"], k["target"], k["unit"]): k["judge_label"] for k in key} == units
+    assert {k["judge_model"] for k in key} == {"scripted"}
