@@ -84,6 +84,33 @@ def test_holmeseye_runs_its_five_stages_with_one_model(user, tmp_path):
     assert set(t.payload["stages"]) == {"extract", "inter", "summarize", "inquiry"}
 
 
+def test_holmeseye_on_a_vlm_sends_each_image_as_pixels_only_to_the_image_stages(user, tmp_path):
+    from localbench.serving.messages import has_images
+
+    t, backend = play(user, "holmeseye", _holmeseye_reply, tmp_path, vision=True)
+    pixels = {r.output.name: has_images(r.messages) for r in backend.calls}
+    assert pixels == {"holmeseye_extract": True, "holmeseye_inter": True, "holmeseye_inquiry": True,
+                      "holmeseye_summary": False, "profile": False}
+    first = backend.calls[0].messages[1]["content"]
+    assert sum(part["type"] == "image" for part in first) == 1  # one image alone
+    assert t.payload["image_input"] == "pixels"
+
+
+def test_the_preflight_compiles_every_holmeseye_stage(user, tmp_path):
+    """The run's preflight sends each stage's schema (here compiled by xgrammar, as the engines do)."""
+    import xgrammar as xgr
+
+    from localbench.benchmarks.sopri.preflight import preflight_outputs
+
+    plain = preflight_outputs(spec_for(tmp_path, ["single"]), [user])["attacker"]
+    assert "holmeseye_extract" not in {o.name for o in plain}
+    outputs = preflight_outputs(spec_for(tmp_path, ["single", "holmeseye-adapted"]), [user])["attacker"]
+    assert {"holmeseye_extract", "holmeseye_inter", "holmeseye_summary", "holmeseye_inquiry"} <= {o.name for o in outputs}
+    compiler = xgr.GrammarCompiler(xgr.TokenizerInfo([chr(c) for c in range(32, 127)]))
+    for o in outputs:
+        compiler.compile_json_schema(json.dumps(o.schema), any_whitespace=False)
+
+
 def test_holmeseye_without_images_and_with_a_failed_decision(tmp_path):
     bare = make_user(tmp_path / "bare", images=False)
     t, backend = play(bare, "holmeseye", lambda req: (json.dumps({"profile": ANSWER}) if

@@ -33,6 +33,8 @@ from localbench.benchmarks.sopri.attack import AttackContext, AttackResult
 from localbench.benchmarks.sopri.attackers import Session, profile_output, reader_of, system_vars
 from localbench.benchmarks.sopri.posts import PostsInput, content
 from localbench.benchmarks.sopri.prompting import PROMPTS
+from localbench.benchmarks.sopri.scenario import User
+from localbench.benchmarks.sopri.taxonomy import taxonomy
 from localbench.benchmarks.sopri.tools import image_index
 from localbench.runtime.calls import FittedCall, OutOfContext
 from localbench.serving.messages import ContentPart, Message, image_part, text_part
@@ -89,6 +91,18 @@ def inquiry_output(image_ids: list[str]) -> OutputSpec:
                                   name="holmeseye_inquiry")
 
 
+def stage_outputs(user: User) -> list[OutputSpec]:
+    """The intermediate stages' schemas over one user's images and slots (for the run's preflight; the
+    final answer is every attacker's profile schema)."""
+    slots = list(taxonomy(user.taxonomy).names)
+    images = list(image_index(user))
+    final = profile_output([p.id for p in user.posts], user.taxonomy)
+    out = [extract_output(slots), summary_output(slots, images, final.schema)]
+    if images:
+        out += [inter_output(slots, images[:GROUP_SIZE]), inquiry_output(images[:GROUP_SIZE])]
+    return out
+
+
 def _groups(items: list[Any], size: int) -> list[list[Any]]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 
@@ -104,7 +118,7 @@ class HolmesEye:
         posts = ctx.user.posts
         post_ids = [p.id for p in posts]
         images = list(image_index(ctx.user))
-        slots = [sl.name for sl in system_vars(ctx)["slots"]]
+        slots = list(taxonomy(ctx.user.taxonomy).names)
         final = profile_output(post_ids, ctx.user.taxonomy)
         payload: dict[str, Any] = {"image_input": inp.image_input, "stages": {}}
         stages = payload["stages"]
