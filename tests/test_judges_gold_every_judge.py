@@ -205,6 +205,9 @@ def test_eval_asks_each_judge_with_the_runs_call_and_scores_known_answers(tmp_pa
     lk = always.gold.leak  # every negative called positive: FPR 1, FNR 0
     assert lk.fp == lk.n_neg > 0 and lk.fn == 0
     assert gj.metrics in right.verdict.text
+    decision = {"task": "rate of 'task completed' over-estimated", "abstraction": "rate of 'raw disclosure",
+                "privacy_pairs": "leak rate over-estimated"}[name]
+    assert decision in always.verdict.text  # the bias is named after the judge's own decision
 
 
 def test_synthetic_judges_answer_in_each_judges_labels_and_a_report_has_a_section_per_judge(tmp_path, built):
