@@ -392,7 +392,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default=None, help="a preset that rewrites the captions")
     ap.add_argument("--overwrite", action="store_true")
     ap.add_argument("--taxonomy", choices=TAXONOMY_NAMES, default="localbench",
-                    help=f"whose 28 slots label the users (shipped: {', '.join(f'{k} in scenarios/{v}' for k, v in BUILTIN_SUITES.items())})")
+                    help="whose 28 slots label the users (shipped: "
+                         + ", ".join(f"{k} in scenarios/{v}" for k, v in BUILTIN_SUITES.items()) + ")")
     a = ap.parse_args(argv)
     paths = generate_users(a.n, a.seed, a.out, overwrite=a.overwrite, model=a.model, taxonomy_name=a.taxonomy)
     print(f"{len(paths)} users written to {a.out}")

@@ -3,7 +3,8 @@
 - Lead table: PES (the release's level score), PES:depth (localbench's depth-normalised one), ACC and
   GRAN per model × attacker, over every cohort, with bootstrap CIs over users; a note names the
   run's taxonomy.
-- PES by difficulty (d1..d4) and by dimension (localbench's taxonomy) or class (the release's); a figure of PES by difficulty per attacker.
+- PES by difficulty (d1..d4) and by dimension (localbench's taxonomy) or class (the release's); a
+  figure of PES by difficulty per attacker.
 - The abductive ablations (``abductive`` and each ``abductive-no-*`` in the run): PES, ACC, GRAN,
   PES:d4 and ROUTE, so what each part buys sits next to what it costs.
 - The defense: each attacker against the same attacker on sanitized posts (PES before / after, UTIL).

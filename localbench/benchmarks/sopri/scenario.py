@@ -20,9 +20,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from localbench.benchmarks.sopri.taxonomy import (  # noqa: F401 - PLACE, known_slot: re-exported
+from localbench.benchmarks.sopri.taxonomy import (
     LOCALBENCH,
-    PLACE,
     Slot,
     TaxonomyName,
     known_slot,

@@ -124,7 +124,8 @@ class Taxonomy:
         for s in self.slots:
             if s.name == name:
                 return s
-        raise ValueError(f"unknown attribute slot '{name}' in the {self.name} taxonomy (slots: {', '.join(self.names)})")
+        raise ValueError(f"unknown attribute slot '{name}' in the {self.name} taxonomy "
+                         f"(slots: {', '.join(self.names)})")
 
     def __contains__(self, name: object) -> bool:
         return any(s.name == name for s in self.slots)
