@@ -119,3 +119,19 @@ def test_a_bad_judge_server_field_is_named(tmp_path):
     r = CliRunner().invoke(app, ["study", "submit", str(path), "--dry-run", "--out", str(tmp_path / "d")])
     assert r.exit_code != 0
     assert "slurm.judge_server" in str(r.exception) + r.output
+
+
+def test_without_the_url_file_the_same_merge_job_would_hold_the_gpu(tmp_path):
+    """The GPU-free merge job is the remote judge's doing: the same run submitted on its own (its
+    judge served by the merge job itself) asks for the GPU its judge preset needs."""
+    from localbench.slurm.plan import make_plan
+    from localbench.slurm.render import render_merge
+    from localbench.slurm.study import plan_study
+    from localbench.study.spec import read_study
+
+    plan = plan_study(read_study(write_study(tmp_path, STUDY)))
+    run, rp = plan.runs[0]
+    assert rp.options.judge_url_file and "--gres" not in render_merge(rp).script
+    alone = {k: v for k, v in run.spec.slurm.items() if k != "judge_server"}
+    own = make_plan(run.spec.model_copy(update={"slurm": alone}), workdir=str(tmp_path))
+    assert "#SBATCH --gres=gpu:1\n" in render_merge(own).script

@@ -559,12 +559,17 @@ def _gold_judge_of(bm, gold: Path):
     return known[name]
 
 
-def _eval_on_slurm(judges: list[str], gold: Path, out: Path, settings: list[str], options: Optional[Path],
+def _eval_on_slurm(judges: list[str], golds: list[Path], out: Path, settings: list[str], options: Optional[Path],
                    dry_run: bool) -> None:
     """`judges eval --slurm`: one job per judge, then the report job (localbench.slurm.judges_eval)."""
+    from localbench.errors import UserError
     from localbench.judging.gold import read_gold
     from localbench.slurm import judges_eval
 
+    if len(golds) != 1:
+        raise UserError(f"--gold: --slurm takes one gold set, not {len(golds)}; submit once per gold set, each "
+                        "with its own --out")
+    gold = golds[0]
     read_gold(gold)  # a bad gold set is refused here, not in every job
     jobs = judges_eval.eval_jobs(judges, gold, out, settings, judges_eval.read_options(options), Path.cwd())
     if dry_run:

@@ -28,9 +28,10 @@ import hashlib
 import json
 import random
 from collections import defaultdict
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from localbench.registry import DEFAULT_BENCHMARK
 from localbench.files import write_atomic
@@ -329,9 +330,29 @@ def open_judge(judge: str, config: EvalConfig, out: Path) -> StructuredClient:
     return open_client(judge, serving, config.base_url, open_cache(None, out), role="judge")
 
 
+@contextmanager
+def config_lock(out: Path) -> Iterator[None]:
+    """Hold <out>/.eval.lock (a blocking ``flock``) while eval.json is read, merged and replaced:
+    one eval per judge may share <out> (``judges eval --slurm``: one job per judge)."""
+    import fcntl
+
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / ".eval.lock", "a+") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)  # dropped when the file closes (or the process dies)
+        yield
+
+
 def write_config(out: Path, config: EvalConfig) -> None:
-    """<out>/eval.json, replaced atomically."""
-    write_atomic(out / CONFIG_FILE, json.dumps(asdict(config), indent=2, default=str))
+    """<out>/eval.json, replaced atomically, keeping what other evals into <out> recorded since this
+    one read it: their judges and judge models are merged in (``config`` gets them too), so two
+    jobs writing at once lose neither's facts."""
+    with config_lock(out):
+        f = out / CONFIG_FILE
+        if f.exists():
+            disk = json.loads(f.read_text())
+            config.judges = list(dict.fromkeys(disk.get("judges", []) + config.judges))
+            config.judge_models = {**disk.get("judge_models", {}), **config.judge_models}
+        write_atomic(f, json.dumps(asdict(config), indent=2, default=str))
 
 
 def record_judge_model(out: Path, config: EvalConfig, judge: str, client: StructuredClient) -> None:

@@ -20,16 +20,29 @@ def answers(url: str, timeout: float = 5.0) -> bool:
         return False
 
 
+def server_state_file(url_file: str | Path) -> Path:
+    """The state file the judge server job writes as it ends (``_lib.sh.j2``'s lb_record):
+    <folder>/state/judge-<preset>.exit beside <folder>/judge-<preset>.url."""
+    f = Path(url_file)
+    return f.parent / "state" / f"{f.stem}.exit"
+
+
 def wait_for_judge(url_file: str | Path, timeout: float, poll: float = 2.0) -> str:
     """The judge server's base URL once ``url_file`` holds one that answers; UserError after
-    ``timeout`` seconds, saying whether the file never came or its server did not answer."""
+    ``timeout`` seconds, saying whether the file never came or its server did not answer, and at
+    once when the server job has ended (its state file is written) without a URL."""
     f = Path(url_file)
+    ended = server_state_file(f)
     deadline = time.monotonic() + timeout
     url = ""
     while True:
         url = f.read_text().strip() if f.exists() else ""
         if url and answers(url):
             return url
+        if not url and ended.exists():
+            raise UserError(f"{f}: the judge server job ended without serving ({ended}: {ended.read_text().strip()}); "
+                            f"see its log in {f.parent / 'logs'}, then resubmit this run's merge job "
+                            "(`localbench slurm resubmit RUN --failed`) once a judge server runs again")
         if time.monotonic() >= deadline:
             break
         time.sleep(poll)

@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from localbench.files import write_atomic
+from localbench.slurm.judge_url import server_state_file
 from localbench.slurm.options import JobResources, SlurmOptions, SlurmOptionsError, command_name, parse_options
 from localbench.slurm.plan import RunPlan, make_plan
 from localbench.slurm.render import _env, _exports, _setup_lines, _signal, resource_lines, serve_line
@@ -143,7 +144,7 @@ def render_server(plan: StudyPlan, server: JudgeServer) -> str:
     o = plan.options
     res = server.resources
     command = o.serve_command.replace("--host 127.0.0.1", f"--host {SERVE_HOST}")
-    task = f"judge-{_slug(server.preset)}"
+    task = server_state_file(server.url_file).stem  # judge-<preset>: its state file is the one wait-judge reads
     ctx = {
         **_setup_lines(o), **_signal(o),
         "exports": _exports(o, res, plan.study.out_dir),
@@ -280,8 +281,9 @@ def submit_study(plan: StudyPlan, log=lambda line: None) -> StudyRecord:
                                  f"see `localbench study status {plan.study.path}`")
     plan.folder.mkdir(parents=True, exist_ok=True)
     plan.log_dir.mkdir(parents=True, exist_ok=True)
-    for server in plan.servers.values():
+    for server in plan.servers.values():  # an earlier server's URL and end are stale
         server.url_file.unlink(missing_ok=True)
+        server_state_file(server.url_file).unlink(missing_ok=True)
     for _, rp in plan.runs:
         write_plan_files(rp)
     ids: dict[str, str] = {}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from localbench.slurm.judge_url import server_state_file
 from localbench.slurm.status import ACTIVE, FAILED, JobInfo, RunStatus, _read_state, query_sacct, query_scontrol, run_status
 from localbench.slurm.study import ServerRecord, StudyRecord
 
@@ -42,19 +43,18 @@ def run_cluster_state(run_dir: str | Path) -> str:
     return cell_state(run_status(run_dir))
 
 
-def server_state(server: ServerRecord, state_dir: Path) -> JobInfo | None:
+def server_state(server: ServerRecord) -> JobInfo | None:
     """The judge server job as the scheduler (or, once forgotten, its state file) reports it."""
     jobs = {**(query_sacct([server.job]) or {}), **query_scontrol([server.job])}
     if server.job in jobs:
         return jobs[server.job]
-    f = state_dir / f"{Path(server.url_file).stem}.exit"  # the task's name: judge-<preset>
-    return _read_state(f, server.job)
+    return _read_state(server_state_file(server.url_file), server.job)
 
 
 def server_lines(rec: StudyRecord, folder: Path) -> list[str]:
     lines = []
     for s in rec.servers:
-        info = server_state(s, folder / "state")
+        info = server_state(s)
         state = info.state if info else "UNKNOWN"
         # the judge-stop job cancels it once its merges have ended: that is how it is meant to end
         if state == "CANCELLED":
