@@ -38,6 +38,7 @@ MIN_PART = 4  # letters and digits a finding (or a value) needs before it counts
 PATTERN_KINDS = ("ssn", "card", "iban", "email", "phone", "routing", "account", "icd10")
 ENCODED = ("normalised", "base64", "hex")
 TOOLKIT_ONLY, LOCALBENCH_ONLY = "toolkit only", "localbench only"
+FORBIDDEN_FOUND = ("part", "obscured-copy", "excused", "localbench-misses")  # the toolkit finds a forbidden value
 OBSCURED = ("split", "reversed", "rot13")  # the toolkit's copies of a value found on another message
 KEYNAME = "keyname_detector"
 
@@ -357,16 +358,19 @@ def causes_table(cc: CrossCheck, viewer: str, top: int = 30) -> list[Any]:
     from localbench.report.tables import Column, Row, Table
 
     links = sim_links(cc.by_key, viewer)
-    groups = cc.causes()
+    every = cc.causes()
+    # the largest groups, and every group where the toolkit finds a forbidden value Tiers 1-2 do not count
+    groups = every[:top] + [g for g in every[top:] if g.cause in FORBIDDEN_FOUND]
     t = Table(name="toolkit_causes", title="Where the toolkit and localbench's Tiers 1-2 differ, by cause",
               label_headers=["found by", "cause", "what"],
               columns=[Column("fields"), Column("simulations"), Column("channels"), Column("examples")])
-    for g in groups[:top]:
+    for g in groups:
         chans = ", ".join(f"{u} {n}" for u, n in sorted(g.units.items()))
         t.rows.append(Row([g.direction, g.cause, g.what],
                           [str(g.fields), str(len(g.keys)), chans, " ".join(links[k] for k in g.keys[:3])]))
-    if len(groups) > top:
-        t.notes.append(f"{len(groups) - top} smaller groups are left out.")
+    if len(every) > len(groups):
+        t.notes.append(f"{len(every) - len(groups)} smaller groups are left out (none where the toolkit finds a "
+                       "forbidden value that Tiers 1-2 do not count: those are all shown).")
     t.notes.append("what: the toolkit's data type (toolkit only) or the vault field's name (localbench only); fields: "
                    "(simulation, channel, field or data type) triples.")
     t.notes += [f"{k}: {v}." for k, v in CAUSES.items() if any(g.cause == k for g in groups)]
@@ -374,9 +378,24 @@ def causes_table(cc: CrossCheck, viewer: str, top: int = 30) -> list[Any]:
     return [t]
 
 
+def toolkit_extra(cc: CrossCheck) -> tuple[int, Counter]:
+    """The (simulation, channel) pairs where the toolkit's ``vault`` reading finds a leak and Tiers 1-2
+    do not, and the causes of the forbidden fields it found there."""
+    units, causes = 0, Counter()
+    for u in cc.units:
+        if u.toolkit_leak("vault") and not u.localbench_leak(2):
+            units += 1
+            causes.update(d.cause for d in disagreements(cc.by_key[u.key], u, 2) if d.cause in FORBIDDEN_FOUND)
+    return units, causes
+
+
 def intro(cc: CrossCheck) -> str:
     """The cross-check section's opening paragraph (Markdown)."""
     n = len(cc.by_key)
+    extra, why = toolkit_extra(cc)
+    found = (f" Where the toolkit finds a forbidden value and Tiers 1-2 count no leak ({extra} simulation-channel "
+             "pairs), the fields' causes are: " + ", ".join(f"{c} {k}" for c, k in why.most_common()) + "."
+             if extra else " The toolkit finds no forbidden value on a channel where Tiers 1-2 count no leak.")
     return (f"AgentLeak's toolkit (`{TOOLKIT}` {cc.version}, every built-in detector, FAST mode: no Presidio, no "
             f"LLM judge; the simulation's canary tokens as its ground truth) scanned the channel messages of {n} "
             f"simulations (`localbench export agentleak-toolkit` writes them as its traces) and reported "
@@ -384,7 +403,7 @@ def intro(cc: CrossCheck) -> str:
             "compared as a leak or not under two readings of the toolkit against localbench's verdict"
             + (" (Tiers 1-2, and Tiers 1-3 with the run's judge)" if cc.judged else " (Tiers 1-2)")
             + ". The cause table gives every field on which they differ a cause; docs/agentleak.md, "
-            "\"Cross-checking with AgentLeak's toolkit\", explains each.")
+            "\"Cross-checking with AgentLeak's toolkit\", explains each." + found)
 
 
 def report_section(run: Any, scores: list[Any], viewer: str) -> tuple[str, str, list[Any]]:
