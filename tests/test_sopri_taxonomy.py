@@ -171,6 +171,27 @@ def test_localbench_taxonomy_through_the_real_run(tmp_path):
     assert by["none"]["PES"] == 0.0 and by["none"]["PES:depth"] == 0.0
     assert by["oracle"]["PES:location"] is None  # the release's classes stay empty under localbench's taxonomy
     assert "Taxonomy: localbench" in (run / "report.md").read_text()
+    # a run made before the setting existed (no taxonomy recorded, none in its spec) is re-scored under
+    # localbench's taxonomy, the only one there was, not under the default's suite (whose user ids match)
+    doc["spec"].get("extra", {}).pop("taxonomy", None)
+    doc["simulation"].pop("taxonomy")
+    (run / "spec.yaml").write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+    res = subprocess.run([sys.executable, "-m", "localbench.cli", "score", str(run)], capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    rescored = [json.loads(x) for x in (run / "scenario_scores.jsonl").read_text().splitlines() if x.strip()]
+    assert {s["condition"]: s["metrics"]["PES"] for s in rescored} == {"oracle": 1.0, "none": 0.0}
+
+
+def test_labels_of_the_other_taxonomy_fail_the_simulation_never_score_0(release_users):
+    from localbench.benchmarks.sopri.scoring import grade
+    from localbench.runlog import Judgment
+
+    label = Judgment(key="u01|oracle|0|granularity|all", sim_key="u01|oracle|0", judge="granularity",
+                     target="all", label={"levels": {"home": "compound", "gender": "right"}})
+    got = grade(release_users[0], [label])
+    assert got.status == "failed" and "the localbench taxonomy's slots" in got.why and "extra.taxonomy: localbench" \
+        in got.why
 
 
 def test_a_suite_of_the_other_taxonomy_is_refused_by_name(release_users):

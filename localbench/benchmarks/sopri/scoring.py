@@ -27,7 +27,7 @@ from typing import Any
 from localbench.benchmarks.sopri.judge_stage import inferences_of
 from localbench.benchmarks.sopri.judges import GRANULARITY_JUDGE, RIGHT, WRONG, grade_levels
 from localbench.benchmarks.sopri.scenario import DIFFICULTIES, User
-from localbench.benchmarks.sopri.taxonomy import ALL_DIMENSIONS, slot_of
+from localbench.benchmarks.sopri.taxonomy import ALL_DIMENSIONS, slot_of, taxonomy, taxonomy_of_slot
 from localbench.runlog import Judgment, ScenarioScore, Transcript, by_simulation
 
 INTENT_JUDGE = "intent"
@@ -113,6 +113,13 @@ def grade(user: User, judgments: Sequence[Judgment]) -> Graded:
     if gran_j.failure or gran_j.label is None:
         return Graded("failed", [], "the granularity judge failed")
     levels: dict[str, str] = gran_j.label.get("levels") or {}
+    tax = taxonomy(user.taxonomy)
+    foreign = sorted(s for s in levels if s not in tax)
+    if foreign:  # judged against another taxonomy's labels: never a silent 0
+        other = taxonomy_of_slot(foreign[0]).name if known(foreign[0]) else "unknown"
+        return Graded("failed", [], f"the granularity label grades {', '.join(foreign[:3])} (the {other} taxonomy's "
+                      f"slots), but the user is labelled under the {tax.name} taxonomy: score the run with the "
+                      f"taxonomy it was made with (extra.taxonomy: {other})")
     out = []
     for a in user.leaked:
         slot = slot_of(a.slot)
@@ -124,6 +131,14 @@ def grade(user: User, judgments: Sequence[Judgment]) -> Graded:
         g, g_depth = slot.level_score(judged), slot.depth_score(judged, a.leak.depth if a.leak else None)
         out.append(AttrGrade(a.slot, a.sensitivity, a.leak.difficulty if a.leak else 0, slot.dimension, g, g_depth))
     return Graded("ok", out, levels=levels)
+
+
+def known(slot: str) -> bool:
+    try:
+        slot_of(slot)
+    except ValueError:
+        return False
+    return True
 
 
 def unit_level(g: float) -> str:

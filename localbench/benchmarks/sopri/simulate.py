@@ -31,7 +31,7 @@ from localbench.benchmarks.sopri.taxonomy import builtin_source, taxonomy
 from localbench.benchmarks.sopri.tools import COSTS, build_toolbox, image_files, sandbox_for
 from localbench.errors import UserError
 from localbench.paths import cache_dir
-from localbench.runlog import Transcript
+from localbench.runlog import RunDir, Transcript
 from localbench.runtime.calls import OutOfContext, SimulationCalls
 from localbench.runtime.clients import RoleClients
 from localbench.runtime.harness import Simulator, Unit, every_unit, model_provenance, scenarios_hash
@@ -66,6 +66,23 @@ def vision_of(clients: RoleClients) -> bool:
     return bool(getattr(clients.for_role("attacker").backend, "accepts_images", False))
 
 
+def run_taxonomy(spec: RunSpec) -> str:
+    """The run's taxonomy: ``extra.taxonomy`` when the spec names it; else, for a run directory that
+    exists (judged, scored or resumed later), the taxonomy its spec.yaml records, and ``localbench``
+    for one made before the setting existed (every run was localbench's then), so that an old run is
+    never scored against the default's suite; else the default."""
+    if "taxonomy" in (spec.extra or {}):
+        return spec.settings.taxonomy
+    try:
+        doc = RunDir(spec.run_dir).read_spec()
+    except (FileNotFoundError, OSError, ValueError):
+        return spec.settings.taxonomy
+    recorded = ((doc or {}).get("simulation") or {}).get("taxonomy") if isinstance(doc, dict) else None
+    if isinstance(recorded, dict) and recorded.get("name"):
+        return str(recorded["name"])
+    return "localbench" if isinstance(doc, dict) and doc.get("simulation") else spec.settings.taxonomy
+
+
 def with_taxonomy(user: User, name: str, source: str) -> User:
     """``user`` under the run's taxonomy ``name``: a labelled user must be labelled under it (else a
     UserError naming the user, the source and the setting), an unlabelled one takes it."""
@@ -97,12 +114,12 @@ class SopriSimulator(Simulator):
         labelled under the run's taxonomy (an unlabelled user takes it)."""
         from localbench.benchmarks.sopri.loaders import load_users
 
-        source = builtin_source(spec.scenarios, spec.settings.taxonomy)
+        tax = run_taxonomy(spec)
+        source = builtin_source(spec.scenarios, tax)
         res = load_users(source, spec.categories, spec.limit)
-        users = [with_taxonomy(u, spec.settings.taxonomy, source) for u in res.users]
+        users = [with_taxonomy(u, tax, source) for u in res.users]
         if any(c.attacker == "majority" for c in conditions_of(spec)):  # its floor is over the whole suite
-            self.suite = [with_taxonomy(u, spec.settings.taxonomy, source)
-                          for u in load_users(source, spec.categories).users]
+            self.suite = [with_taxonomy(u, tax, source) for u in load_users(source, spec.categories).users]
         return users, len(getattr(res, "issues", []) or [])
 
     def plan(self, spec: RunSpec, users: list[User]) -> list[Unit]:
@@ -128,10 +145,10 @@ class SopriSimulator(Simulator):
                          "temperatures": temperatures(spec), "answer_tokens": answer_tokens(spec),
                          "route_budget": spec.settings.route_budget,
                          "max_inferences": spec.settings.max_inferences},
-            "scenarios": {"source": spec.scenarios, "resolved": builtin_source(spec.scenarios, spec.settings.taxonomy),
+            "scenarios": {"source": spec.scenarios, "resolved": builtin_source(spec.scenarios, run_taxonomy(spec)),
                           "n": len(users), "load_issues": n_issues},
-            "taxonomy": {"name": spec.settings.taxonomy, "source": taxonomy(spec.settings.taxonomy).source,
-                         "slots": list(taxonomy(spec.settings.taxonomy).names)},
+            "taxonomy": {"name": run_taxonomy(spec), "source": taxonomy(run_taxonomy(spec)).source,
+                         "slots": list(taxonomy(run_taxonomy(spec)).names)},
         }
 
     async def prepare(self, spec: RunSpec, units: list[Unit], clients: RoleClients) -> str:
