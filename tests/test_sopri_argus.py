@@ -234,3 +234,15 @@ def test_an_unlabelled_user_runs_and_the_report_lists_its_profile_without_pes(tm
     assert "Inferred profiles of unlabelled users" in report and "No PES for 1 of 3 users" in report
     slot, value = next(iter(majority["payload"]["answers"].items()))
     assert f"{slot}: {value}" in report
+
+
+def test_an_unlabelled_user_is_never_counted_as_no_leak(tmp_path):
+    """Its leakage units are unknown (None, left out of every leak rate), not an empty set of unleaked ones."""
+    from localbench.benchmarks.sopri.judges import GRANULARITY_JUDGE
+    from localbench.benchmarks.sopri.scoring import leak_units
+    from localbench.runlog import Judgment
+
+    (u,) = load_users(str(_write(tmp_path, _user()))).users
+    rule = Judgment(key="k|granularity|all", sim_key="k", judge=GRANULARITY_JUDGE, target="all",
+                    label={"levels": {}})  # what the judge stage writes when no leaked attribute was answered
+    assert leak_units(u, [rule]) is None and leak_units(u, []) is None
