@@ -135,3 +135,37 @@ def test_without_the_url_file_the_same_merge_job_would_hold_the_gpu(tmp_path):
     alone = {k: v for k, v in run.spec.slurm.items() if k != "judge_server"}
     own = make_plan(run.spec.model_copy(update={"slurm": alone}), workdir=str(tmp_path))
     assert "#SBATCH --gres=gpu:1\n" in render_merge(own).script
+
+
+def test_a_second_submit_leaves_out_the_runs_already_reported(tmp_path):
+    from localbench.runlog import RunPaths
+    from localbench.study.plan import plan_runs
+    from localbench.study.spec import read_study
+
+    path = write_study(tmp_path / "study", STUDY)
+    done = plan_runs(read_study(path))[0]  # asb × qwen2.5-7b-instruct, as if reported
+    paths = RunPaths(done.run_dir)
+    paths.scores_path.parent.mkdir(parents=True)
+    paths.scores_path.write_text("{}")
+    paths.report_md.write_text("# report")
+    r = CliRunner().invoke(app, ["study", "submit", str(path), "--dry-run", "--out", str(tmp_path / "dry")])
+    assert r.exit_code == 0, r.output
+    assert "1 run(s) already reported, not submitted again: asb × qwen2.5-7b-instruct" in r.stdout
+    scripts = {str(p.relative_to(tmp_path / "dry")) for p in (tmp_path / "dry").rglob("*.sbatch")}
+    assert "asb/qwen2.5-7b-instruct/array.sbatch" not in scripts and len(scripts) == 8 * 2 + 2
+    assert "<merge:asb/qwen2.5-7b-instruct>" not in r.stdout
+
+
+@pytest.mark.parametrize("judge, gres, says", [
+    ("llama-3.3-70b-instruct", "gpu:h100:1", "asks for 1 GPU(s)"),  # its preset is tensor parallel 4
+    ("gemma-3-12b-it", "gpu:t4:1", "does not fit"),  # 12B in bf16 on 16 GB
+])
+def test_a_judge_server_too_small_for_its_preset_is_refused(tmp_path, judge, gres, says):
+    study = {**STUDY, "judge": judge, "slurm": {**STUDY["slurm"], "judge_server": {"gres": gres}}}
+    path = write_study(tmp_path, study)
+    r = CliRunner().invoke(app, ["study", "submit", str(path), "--dry-run", "--out", str(tmp_path / "d")])
+    assert r.exit_code != 0
+    assert "field 'slurm.judge_server.gres'" in str(r.exception) and says in str(r.exception), r.exception
+    ok = CliRunner().invoke(app, ["study", "submit", str(path), "--dry-run", "--out", str(tmp_path / "d"),
+                                  "--no-fit-check"])
+    assert ok.exit_code == 0, ok.output

@@ -109,6 +109,9 @@ def test_a_study_runs_with_one_judge_server_that_its_merge_job_reads(cluster, mo
     # the merge job held no GPU and judged at the server's URL, not with an engine of its own
     judge = yaml.safe_load((run / "spec.yaml").read_text())["judge"]
     assert judge["engine"]["engine"] == "openai" and judge["engine"]["base_url"] == url, judge
+    # submitted again, a reported run is not: nothing is left to submit
+    again = lb("study", "submit", str(path), cwd=path.parent).stdout
+    assert "every run is already reported; nothing to submit" in again
 
 
 def test_a_judge_server_that_cannot_start_fails_its_merge_job_at_once(cluster, model_ready, submitted):

@@ -73,16 +73,25 @@ def submit(study: Path = StudyFile,
     from localbench.commands.models import fit_problems
     from localbench.errors import UserError
     from localbench.slurm.study import dry_run as render_dry_run
-    from localbench.slurm.study import plan_study, submit_study
+    from localbench.slurm.study import plan_study, server_fit_problems, submit_study
     from localbench.study.spec import read_study
 
     s = read_study(study)
     plan = plan_study(s)
+    if plan.reported:
+        typer.echo(f"# {len(plan.reported)} run(s) already reported, not submitted again: "
+                   + ", ".join(f"{r.benchmark} × {r.model}" for r in plan.reported))
+    if not plan.runs:
+        typer.echo(f"study {s.title}: every run is already reported; nothing to submit")
+        return
     for run, rp in plan.runs if not no_fit_check else []:
         problems = fit_problems(rp, study)
         if problems:
             raise UserError(f"{study}: field 'slurm.gres': run {run.benchmark} × {run.model}: {problems[0]} "
                             "(--no-fit-check submits anyway)")
+    problems = [] if no_fit_check else server_fit_problems(plan)
+    if problems:
+        raise UserError(f"{study}: field 'slurm.judge_server.gres': {problems[0]} (--no-fit-check submits anyway)")
     if dry_run:
         folder = out or plan.folder / "dry-run"
         commands = render_dry_run(plan, folder)

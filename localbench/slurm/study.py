@@ -13,6 +13,9 @@ dependencies) and is cancelled by a small **judge-stop** job that depends (``aft
 merge job it serves, so it is stopped however those end; its own time limit is the backstop.
 
 Job ids go to ``<out>/slurm/study-submission.json``; `study status` reads the cluster through them.
+A run already reported is not submitted again, so submitting the study a second time (after a
+failure, or with a model added) submits what is left, each run resuming from its files, with a
+judge server of its own.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from localbench.slurm.plan import RunPlan, make_plan
 from localbench.slurm.render import _env, _exports, _setup_lines, _signal, resource_lines, serve_line
 from localbench.slurm.shell import Shell, quote, sbatch_value
 from localbench.study.plan import PlannedRun, plan_runs
+from localbench.study.run import finished
 from localbench.study.spec import Study
 
 JUDGE_SERVER_KEY = "judge_server"  # slurm.judge_server: the judge server jobs' resources (JobResources)
@@ -72,8 +76,9 @@ class StudyPlan:
     study: Study
     folder: Path  # <out>/slurm: the study's own Slurm files
     options: SlurmOptions  # the study's `slurm:` (environment of the judge server jobs)
-    runs: list[tuple[PlannedRun, RunPlan]] = field(default_factory=list)
+    runs: list[tuple[PlannedRun, RunPlan]] = field(default_factory=list)  # the runs to submit
     servers: dict[str, JudgeServer] = field(default_factory=dict)
+    reported: list[PlannedRun] = field(default_factory=list)  # runs already reported: nothing to submit
 
     def server_of(self, run: PlannedRun) -> JudgeServer | None:
         return next((s for s in self.servers.values() if run in s.runs), None)
@@ -115,7 +120,9 @@ def plan_study(study: Study, workdir: str | Path | None = None) -> StudyPlan:
     wd = workdir or (study.path.parent if study.path else None)
     resources = _server_resources(study, where)
     plan = StudyPlan(study=study, folder=folder, options=options)
-    runs = plan_runs(bare)
+    every = plan_runs(bare)
+    plan.reported = [r for r in every if finished(r)]
+    runs = [r for r in every if r not in plan.reported]  # a second submit: what is left
     for run in runs:
         if run.spec.judged and _judged_remotely(run.spec.slurm):
             preset = run.judge
@@ -131,6 +138,28 @@ def plan_study(study: Study, workdir: str | Path | None = None) -> StudyPlan:
             spec = spec.model_copy(update={"slurm": {**spec.slurm, "judge_url_file": str(server.url_file)}})
         plan.runs.append((run, make_plan(spec, f"{where} (run {run.benchmark} × {run.model})", workdir=wd)))
     return plan
+
+
+def server_fit_problems(plan: StudyPlan) -> list[str]:
+    """Judge servers whose preset does not fit the GPUs ``slurm.judge_server`` asks for: too few
+    for its tensor x pipeline parallel size, or too little memory where the gres names the GPU
+    kind (``serving.fit``). The server serves the preset as it is."""
+    from localbench.serving.fit import check_fit, gpu_of_gres
+    from localbench.serving.presets import load_preset
+
+    out = []
+    for preset, server in plan.servers.items():
+        p, res = load_preset(preset), server.resources
+        need = p.tensor_parallel_size * p.pipeline_parallel_size
+        if p.needs_gpu and res.gpus < need:
+            out.append(f"the judge server of {preset} asks for {res.gpus} GPU(s) (gres {res.gres!r}), but the "
+                       f"preset runs on {need} (tensor x pipeline parallel)")
+            continue
+        on = gpu_of_gres(res.gres)
+        fit = check_fit(p, on) if on is not None and p.needs_gpu else None
+        if fit is not None and not fit.fits:
+            out.append(f"the judge server: {fit.line()}")
+    return out
 
 
 # ---- rendering ------------------------------------------------------------------------------
@@ -300,6 +329,9 @@ def submit_study(plan: StudyPlan, log=lambda line: None) -> StudyRecord:
             run_command(["scancel", *ids.values()])  # nothing half-submitted stays queued
         raise
     rec = StudyRecord(study=str(plan.study.path or plan.study.title), submitted=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    old = read_record(plan)
+    if old is not None:  # an earlier submission's runs and servers stay listed (status reads them)
+        rec.runs, rec.servers = dict(old.runs), list(old.servers)
     for run, rp in plan.runs:
         k = run_key(run)
         rec.runs[k] = str(rp.layout.run)

@@ -20,7 +20,8 @@ Fields:
   then its numbers are marked in every table (``compare``);
 - ``serving``, ``seed``: as in a RunSpec, for every run;
 - ``out``: where the runs go, relative to the study file (default: ``runs`` beside it);
-- ``slurm``: sbatch options for ``study submit`` (each run's ``slurm:``).
+- ``slurm``: sbatch options for ``study submit`` (each run's ``slurm:``; ``slurm.judge_server``: the
+  resources of the judge server jobs, see ``localbench.slurm.study``).
 
 Every error of the file is collected and raised at once (StudyError), each named by its field.
 """
@@ -67,7 +68,7 @@ class Study(BaseModel):
     serving: dict[str, Any] = Field(default_factory=dict)  # `serving:` of every run (a benchmark's own `serving:` adds to it)
     seed: int | None = None  # every run's seed, unless its benchmark sets one
     out: str = "runs"  # the folder the runs go in, relative to the study file
-    slurm: dict[str, Any] = Field(default_factory=dict)  # every run's `slurm:` (a benchmark's own adds to it)
+    slurm: dict[str, Any] = Field(default_factory=dict)  # every run's `slurm:` (a benchmark's own adds to it); `judge_server:` the judge servers' resources
     path: Path | None = Field(default=None, exclude=True)  # the file it was read from
 
     @property
