@@ -12,8 +12,10 @@ item of a call, with the judge's label for it); this module draws from them and 
   judge's label and the item's content, which `judges gold import --key` joins the labels with;
   ``private/sample.json`` says how the sample was drawn (strata, allocation, what was left out).
 
-Strata are (judge, category, condition, the judge's label); allocation is proportional (largest
-remainders), with at least one item for every non-empty stratum where N allows it.
+Strata are (judge, category, condition, the judge's label; ``failed`` for a failed call); allocation is
+proportional (``allocate``), with at least one item for every non-empty stratum where N allows it.
+A benchmark plugs a judge in by returning its calls' inputs from ``Benchmark.judge_inputs`` and
+naming it in ``Benchmark.sampled_judges``.
 """
 
 from __future__ import annotations
