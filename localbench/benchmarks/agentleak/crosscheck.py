@@ -319,10 +319,12 @@ def cross_check(sims: Iterable[SimulationTrace]) -> CrossCheck:
 
 # -- the report's tables ------------------------------------------------------------------------------
 
-def _kappa_text(k: CI) -> str:
-    if k.estimate != k.estimate:  # NaN: one side (or both) used one label throughout
-        return "undefined (one label throughout)"
-    return f"{k.estimate:.3f} [{k.low:.3f}, {k.high:.3f}]"
+def _kappa_text(a: ChannelAgreement) -> str:
+    """κ [CI]; where one side gives one answer throughout, κ is undefined or 0 by construction: said so."""
+    toolkit, localbench = a.both + a.toolkit_only, a.both + a.localbench_only
+    if toolkit in (0, a.n) or localbench in (0, a.n) or a.kappa.estimate != a.kappa.estimate:
+        return "— (one side gives one answer throughout)"
+    return f"{a.kappa.estimate:.3f} [{a.kappa.low:.3f}, {a.kappa.high:.3f}]"
 
 
 def sim_links(keys: Iterable[str], viewer: str) -> dict[str, str]:
@@ -346,7 +348,7 @@ def agreement_tables(cc: CrossCheck) -> list[Any]:
             for a in cc.agreement(reading, max_tier):
                 t.rows.append(Row([reading, f"tiers 1-{max_tier}", a.unit],
                                   [str(a.n), str(a.both), str(a.toolkit_only), str(a.localbench_only), str(a.neither),
-                                   _kappa_text(a.kappa)]))
+                                   _kappa_text(a)]))
     t.notes += [f"{r}: {d}." for r, d in READINGS.items()]
     t.notes.append("n: simulations with a message on the channel. κ: scikit-learn's Cohen's κ on the leak / no-leak "
                    "decision, 95% percentile bootstrap over simulations (1,000 resamples, seed 0).")
