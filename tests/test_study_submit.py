@@ -169,3 +169,25 @@ def test_a_judge_server_too_small_for_its_preset_is_refused(tmp_path, judge, gre
     ok = CliRunner().invoke(app, ["study", "submit", str(path), "--dry-run", "--out", str(tmp_path / "d"),
                                   "--no-fit-check"])
     assert ok.exit_code == 0, ok.output
+
+
+def test_wait_judge_gives_up_at_once_when_the_server_job_ended_and_says_why_on_timeout(tmp_path):
+    import time
+
+    from localbench.errors import UserError
+    from localbench.slurm.judge_url import server_state_file, wait_for_judge
+
+    url_file = tmp_path / "judge-x.url"
+    with pytest.raises(UserError, match="no judge server URL within 0 s"):
+        wait_for_judge(url_file, timeout=0.2, poll=0.05)
+    state = server_state_file(url_file)
+    assert state == tmp_path / "state" / "judge-x.exit"
+    state.parent.mkdir()
+    state.write_text('{"task": "judge-x", "exit_code": 1}')
+    t0 = time.monotonic()
+    with pytest.raises(UserError, match="ended without serving"):
+        wait_for_judge(url_file, timeout=600, poll=0.05)
+    assert time.monotonic() - t0 < 5
+    url_file.write_text("http://127.0.0.1:9/v1\n")  # a URL nothing answers at
+    with pytest.raises(UserError, match="did not answer within"):
+        wait_for_judge(url_file, timeout=0.2, poll=0.05)
