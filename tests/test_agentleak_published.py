@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import gzip
 import hashlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -271,6 +272,9 @@ def test_the_study_command_on_a_small_slice(raw_slice, tmp_path):
     assert (tmp_path / "study" / "channel_rates_by_model.png").stat().st_size > 1000
     assert (tmp_path / "study" / "b_vs_c.png").exists()
     assert "../runs/agentleak-published/view/index.html#sim/" in text
+    if importlib.util.find_spec("agentleak"):  # the second detector (the dev extra's pinned toolkit)
+        toolkit = text.split("## A second detector: AgentLeak's own toolkit", 1)[1].split("## Figures")[0]
+        assert "| vault | tiers 1-2 | C2 |" in toolkit and "by cause" in toolkit
     run = tmp_path / "runs" / "agentleak-published"
     assert len((run / "transcripts.jsonl").read_text().splitlines()) == N_SLICE  # --sample is Tier 3's, not an import cut
     assert len((run / "tier3_sample.jsonl").read_text().splitlines()) == 20
