@@ -192,7 +192,7 @@ def test_model_names_come_from_the_spec_and_are_scrubbed_in_any_case():
 def test_agentleak_leak_judge_inputs_rebuilt_from_an_oracle_trace():
     """The tier-3 calls of a trace played by the leaking oracle, labelled by a stand-in judge: each field of
     each call becomes one input showing that channel's events, and the blind line carries no label."""
-    from localbench.benchmarks.agentleak.judge_stage import channel_contents, judged_fields
+    from localbench.benchmarks.agentleak.judge_stage import channel_contents, chunks, judged_fields
     from localbench.benchmarks.agentleak.judges import judge_calls
     from localbench.benchmarks.agentleak.oracle import OracleBackend
     from localbench.benchmarks.agentleak.scenario import CHANNELS
@@ -212,17 +212,26 @@ def test_agentleak_leak_judge_inputs_rebuilt_from_an_oracle_trace():
     t = asyncio.run(sim.play(unit, clients, spec))
     s = unit.task
     events = channel_contents(t)
-    judgments, asked = [], 0
-    for ch in CHANNELS:
-        for c in judge_calls(s, ch, events[ch], fits_all, fields=judged_fields(s, ch, events[ch])):
-            model = "scripted" if c.n_messages else "rule"
-            asked += len(c.keymap) if c.n_messages else 0
-            judgments.append(Judgment(key=f"{t.key}|leak|{c.target}", sim_key=t.key, judge="leak", target=c.target,
-                                      judge_model=model, label={"levels": {f: "partial" for f in c.keymap.values()}}))
+    judgments, asked, failed = [], 0, set()
+    for ch in CHANNELS:  # as the judge stage plans them: fields in groups by the answer budget
+        groups = chunks(judged_fields(s, ch, events[ch]), spec.judge_max_tokens)
+        for k, group in enumerate(groups):
+            target = ch if len(groups) == 1 else f"{ch}.{k}"
+            for c in judge_calls(s, ch, events[ch], fits_all, fields=group, target=target):
+                model = "scripted" if c.n_messages else "rule"
+                asked += len(c.keymap) if c.n_messages else 0
+                label = {"levels": {f: "partial" for f in c.keymap.values()}}
+                if k == 1 and c.n_messages and not failed:  # one grouped call failed: its fields still sampled
+                    label, failed = None, set(c.keymap.values())
+                judgments.append(Judgment(key=f"{t.key}|leak|{c.target}", sim_key=t.key, judge="leak",
+                                          target=c.target, judge_model=model, label=label))
     judgments.append(judgments[0].model_copy(update={"target": "C1#0", "key": f"{t.key}|leak|C1#0"}))
-    frame = get_benchmark("agentleak").judge_inputs(t, s, judgments)
-    assert asked > 0 and len(frame.inputs) == asked and frame.left_out == {next(iter(frame.left_out)): 1}
-    x = frame.inputs[0]
+    bm = get_benchmark("agentleak")
+    frame = bm.judge_inputs(t, s, judgments, spec)
+    assert asked > 0 and failed and len(frame.inputs) == asked and frame.left_out == {next(iter(frame.left_out)): 1}
+    assert {x.unit for x in frame.inputs if x.judge_label is None} == failed
+    assert len(bm.judge_inputs(t, s, judgments).inputs) == asked - len(failed)  # no spec: its group is unknown
+    x = next(x for x in frame.inputs if x.judge_label)
     ch = x.meta["channel"]
     assert [m.content for m in x.messages] == [text for _, text in events[ch]] and x.judge_label == "partial"
     assert x.item.text.split("'s ")[0] == x.item.owner and x.item.id == x.unit

@@ -187,10 +187,11 @@ class Benchmark:
         """`judges gold build`: gold items for judge evaluations."""
         raise UserError(f"{self.name} builds no gold set")
 
-    def judge_inputs(self, transcript: Transcript, scenario: Any, judgments: list[Judgment]) -> Frame:
+    def judge_inputs(self, transcript: Transcript, scenario: Any, judgments: list[Judgment],
+                     spec: RunSpec | None = None) -> Frame:
         """`judges sample`: what each item-level call of one simulation showed its judge (rebuilt with the
-        benchmark's own call builder) and the label ``judgments`` (one judge model's) gave each item,
-        for the judges in ``sampled_judges``; the default: none."""
+        benchmark's own call builder, under the run's ``spec``) and the label ``judgments`` (one judge
+        model's) gave each item, for the judges in ``sampled_judges``; the default: none."""
         from localbench.judging.sample import Frame
 
         return Frame([])

@@ -419,7 +419,7 @@ def sample_cmd(
         scenario = run.scenarios.get(t.scenario)
         if scenario is None:
             raise UserError(f"{run_dir}: transcript {t.key}: scenario '{t.scenario}' is not in {run.spec.scenarios}")
-        part = bm.judge_inputs(t, scenario, [j for j in by_sim.get(t.key, []) if j.judge in judges])
+        part = bm.judge_inputs(t, scenario, [j for j in by_sim.get(t.key, []) if j.judge in judges], run.spec)
         part.inputs = [with_simulation(x, t, src.judge) for x in part.inputs]
         frame.add(part)
     if not frame.inputs:

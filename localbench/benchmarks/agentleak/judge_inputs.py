@@ -4,14 +4,17 @@ a trace, one input per vault field judged on a channel.
 A call is rebuilt by the judge's own builder (``judges.judge_calls`` over the channel's events, with the
 fields its recorded label names, or for a failed call every field the judge stage asks there), and its
 events become the labeller's messages, one per event, under the channel's name, as the judge read them.
-Calls split to fit the judge's context (``#k``) are left out, and so is a failed call whose fields were
-split by the answer budget (``C3.1``): which fields it held is not recorded. The semantic task judge
-(TSR) is not sampled yet.
+Calls split to fit the judge's context (``#k``) are left out. A failed call has no label to name its
+fields: they are the channel's judged fields, or where the answer budget split them into groups
+(``C3.1``) that group, rebuilt from the run's ``judge_max_tokens`` as the judge stage groups them. The
+semantic task judge (TSR) is not sampled yet.
 """
 
 from __future__ import annotations
 
-from localbench.benchmarks.agentleak.judge_stage import JUDGE, channel_contents, judged_fields
+from typing import Any
+
+from localbench.benchmarks.agentleak.judge_stage import JUDGE, channel_contents, chunks, judged_fields
 from localbench.benchmarks.agentleak.judges import _domain, channel_name, field_text, judge_calls
 from localbench.benchmarks.agentleak.scenario import CHANNELS, Scenario
 from localbench.judging.gold import GoldMessage, GoldPrivateItem
@@ -19,10 +22,10 @@ from localbench.judging.sample import NO_LABEL, NOT_REBUILT, SPLIT, Frame, Judge
 from localbench.runlog import Judgment, Transcript
 
 SAMPLED = (JUDGE,)
-FIELDS_UNKNOWN = "failed, and its fields were one of several groups (which ones is not recorded)"
+FIELDS_UNKNOWN = "failed, and its group of fields is not rebuilt (no run spec, or another answer budget)"
 
 
-def judge_inputs(transcript: Transcript, scenario: Scenario, judgments: list[Judgment]) -> Frame:
+def judge_inputs(transcript: Transcript, scenario: Scenario, judgments: list[Judgment], spec: Any = None) -> Frame:
     frame = Frame([])
     if transcript.error:
         return frame
@@ -39,18 +42,22 @@ def judge_inputs(transcript: Transcript, scenario: Scenario, judgments: list[Jud
             frame.leave(NOT_REBUILT)
             continue
         events = by_channel[channel]
-        asked = [f.id for f in judged_fields(scenario, channel, events)]
+        judged = judged_fields(scenario, channel, events)
         if j.label is not None:
             named = set((j.label.get("levels") or {}))
-            fields = [f for f in asked if f in named]
+            fields = [f.id for f in judged if f.id in named]
             if len(fields) != len(named):
                 frame.leave(NOT_REBUILT)
                 continue
-        elif "." in j.target:
-            frame.leave(FIELDS_UNKNOWN)
-            continue
+        elif "." in j.target:  # a failed call of one group: the stage's grouping, from the run's answer budget
+            groups = chunks(judged, spec.judge_max_tokens) if spec is not None else []
+            k = j.target.split(".", 1)[1]
+            if not k.isdigit() or int(k) >= len(groups) or len(groups) == 1:
+                frame.leave(FIELDS_UNKNOWN)
+                continue
+            fields = [f.id for f in groups[int(k)]]
         else:
-            fields = asked
+            fields = [f.id for f in judged]
         if not fields or not events:
             frame.leave(NOT_REBUILT)
             continue

@@ -52,7 +52,7 @@ def _judged(judgments: list[Judgment], judge: str, frame: Frame) -> dict[str, Ju
     return mine
 
 
-def judge_inputs(transcript: Transcript, scenario: Scenario, judgments: list[Judgment]) -> Frame:
+def judge_inputs(transcript: Transcript, scenario: Scenario, judgments: list[Judgment], spec: Any = None) -> Frame:
     if not scenario.is_dyadic:
         return pair_inputs(transcript, scenario, judgments)
     frame = Frame([])

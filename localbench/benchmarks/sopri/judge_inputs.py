@@ -12,6 +12,7 @@ its levels), and the judge's grade is read as none / partial / full the way PES 
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from localbench.benchmarks.sopri.judge_stage import answers_of
 from localbench.benchmarks.sopri.judges import (GRANULARITY_JUDGE, gold_id, gold_label, granularity_call,
@@ -24,7 +25,7 @@ from localbench.runlog import Judgment, Transcript
 SAMPLED = (GRANULARITY_JUDGE,)
 
 
-def judge_inputs(transcript: Transcript, user: User, judgments: list[Judgment]) -> Frame:
+def judge_inputs(transcript: Transcript, user: User, judgments: list[Judgment], spec: Any = None) -> Frame:
     frame = Frame([])
     if transcript.error:
         return frame
