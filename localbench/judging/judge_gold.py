@@ -248,7 +248,7 @@ def planted_key(item: GoldItem) -> int:
     return item.planted[0] if item.planted else len(item.messages) - 1
 
 
-def methods_note(methods: list[str] | None, judge: str) -> None:
+def pairs_only(methods: list[str] | None, judge: str) -> None:
     """Per-method construction is the item judge's only: the other judges build their pairs."""
     if methods and not all(m in PAIR_METHODS for m in methods):
         raise ValueError(f"--methods: the {judge} judge's gold is built as minimal pairs only")

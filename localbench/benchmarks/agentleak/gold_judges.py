@@ -16,7 +16,7 @@ from localbench.benchmarks.agentleak.judges import VaultItemJudge, participant_n
 from localbench.benchmarks.agentleak.task_judge import TASK_JUDGE, criteria_call, criteria_met, decode_task
 from localbench.judging.calls import JudgeCall
 from localbench.judging.gold import GoldItem, GoldMessage
-from localbench.judging.judge_gold import ItemGoldJudge, TaskSource, completion_pairs, methods_note
+from localbench.judging.judge_gold import ItemGoldJudge, TaskSource, completion_pairs, pairs_only
 
 SEP = "; "
 
@@ -25,7 +25,7 @@ class SemanticTaskGold:
     name, metrics, rubric, item_judge = TASK_JUDGE, "TSR:semantic", "agentleak/task.j2", False
 
     def build(self, scenarios, seed: int = 0, methods: list[str] | None = None, variants: int = 1) -> list[GoldItem]:
-        methods_note(methods, self.name)
+        pairs_only(methods, self.name)
         scenarios = [s for s in scenarios if s.success.criteria]
         sources = [TaskSource(s.id, s.vertical, s.id, s.task, SEP.join(c.strip().rstrip(".") for c in s.success.criteria),
                               participant_name(s, s.agents[0].id) if s.agents else "agent", "user")

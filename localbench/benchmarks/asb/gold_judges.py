@@ -24,7 +24,7 @@ from localbench.judging.calls import JudgeCall, render_lines
 from localbench.judging.construct import first_name
 from localbench.judging.gold import GoldItem, GoldMessage, GoldPrivateItem
 from localbench.judging.judge_gold import (AbstractionSource, ItemGoldJudge, RecipientSource, TaskSource,
-                                           abstraction_pairs, completion_pairs, methods_note, reading_at,
+                                           abstraction_pairs, completion_pairs, pairs_only, reading_at,
                                            recipient_pairs)
 from localbench.judging.pairs import PairSource, other_names
 from localbench.serving.seeds import derive_seed
@@ -47,7 +47,7 @@ class PairRubricGold:
     name, metrics, rubric, item_judge = "privacy_pairs", "MPLR, HALR, CSLR and ACS", "asb/privacy_pairs.j2", False
 
     def build(self, scenarios, seed: int = 0, methods: list[str] | None = None, variants: int = 1) -> list[GoldItem]:
-        methods_note(methods, self.name)
+        pairs_only(methods, self.name)
         multi = [s for s in scenarios if not s.is_dyadic]
         pick = other_names(((s.id, s.person(it.owner).name) for s in multi for it in s.items), seed)
         sources = []
@@ -86,7 +86,7 @@ class AbstractionGold:
     name, metrics, rubric, item_judge = "abstraction", "IAS", "asb/abstraction.j2", False
 
     def build(self, scenarios, seed: int = 0, methods: list[str] | None = None, variants: int = 1) -> list[GoldItem]:
-        methods_note(methods, self.name)
+        pairs_only(methods, self.name)
         plant = [p for s in scenarios for p in sources_from_scenario(s)]
         pick = other_names(((p.scenario or "", p.item.owner) for p in plant), seed)
         sources = [AbstractionSource(PairSource(item=p.item, sender=p.names.get(p.sender, p.sender),
@@ -112,7 +112,7 @@ class TaskGold:
     name, metrics, rubric, item_judge = "task", "Task% and TCQ (completed flag)", "asb/task.j2", False
 
     def build(self, scenarios, seed: int = 0, methods: list[str] | None = None, variants: int = 1) -> list[GoldItem]:
-        methods_note(methods, self.name)
+        pairs_only(methods, self.name)
         sources = []
         for s in scenarios:
             agents = [participant_name(s, a.id) for a in s.agents][:2]
