@@ -18,7 +18,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -28,6 +28,9 @@ from localbench.registry import get_benchmark
 from localbench.runlog import (RunDir, RunPaths, Transcript, changed_files, file_hashes, judge_of, resume_judge,
                                recorded_judge, run_lock)
 from localbench.spec import NO_JUDGE, RunSpec, parse_spec
+
+if TYPE_CHECKING:
+    from localbench.runtime.plan import RunPlan
 
 
 def log(msg: str) -> None:
@@ -65,7 +68,7 @@ class Resolved:
 
     spec: RunSpec
     engines: dict[tuple[str, str], Any] = field(default_factory=dict)  # (role, preset) -> RoleServing, once checked
-    plan: Any = None  # the RunPlan, once planned
+    plan: RunPlan | None = None  # once planned (``plan_stages``)
     bm: Benchmark = field(init=False)
     simulator: Any = field(init=False)
     _loaded: tuple[list[Any], int] | None = field(default=None, init=False, repr=False)
@@ -363,8 +366,11 @@ def judge_stage(spec: RunSpec, progress: bool | None = None, res: Resolved | Non
         check_judging(spec)
         log(f"judging off (--judge {NO_JUDGE}): no judge call; scores from the rule-based part alone")
         return
+    res = res or Resolved(spec)
+    if res.plan is None or spec.design.judge_role not in res.plan.served:  # the judge stage alone: its role planned
+        plan_stages(spec, res, roles=[spec.design.judge_role], staged=True)
     with run_lock(rd.path):
-        asyncio.run(_judge(spec, rd, progress, res or Resolved(spec)))
+        asyncio.run(_judge(spec, rd, progress, res))
 
 
 async def judge_with(spec: RunSpec, backend, progress: bool | None = None, res: Resolved | None = None) -> None:

@@ -79,9 +79,9 @@ def cpu_study(tmp_path_factory):
     opened: list[tuple[str, str]] = []
     real = session.open_client
 
-    def counting(preset, serving, base_url, cache, role="", **kw):
-        opened.append((role, preset))
-        return real(preset, serving, base_url, cache, role=role, **kw)
+    def counting(preset, serving, *a, role="", **kw):
+        opened.append((role, preset if isinstance(preset, str) else preset.preset.name))  # a name, or a plan's entry
+        return real(preset, serving, *a, role=role, **kw)
 
     mp = pytest.MonkeyPatch()
     mp.setattr(session, "open_client", counting)  # the judge's (study.run)
@@ -94,6 +94,8 @@ def cpu_study(tmp_path_factory):
 
 
 def test_the_cpu_example_runs_every_cell_with_one_judge_load_per_benchmark(cpu_study):
+    """Every cell reported, each run opened on its own plan, and AgentSocialBench's judge, which is
+    the last model's preset, judging every run on that model's engine: one engine open fewer."""
     from localbench.runlog import RunPaths
 
     path, runs, times, opened = cpu_study
@@ -102,7 +104,16 @@ def test_the_cpu_example_runs_every_cell_with_one_judge_load_per_benchmark(cpu_s
     for r in runs:
         assert RunPaths(r.run_dir).report_md.exists() and r.run_dir.parent == path.parent / "study-cpu-runs"
     judge_opens = [p for role, p in opened if role == "judge"]
-    assert judge_opens == ["tiny-random"] and times.judge_loads == 1  # asb's judge once for both models; agentleak: none
+    # asb's judge (tiny-random) is loaded once, as the last model's own engine: it judges smollm2's
+    # transcripts while tiny-random simulates, and tiny-random's as each ends (no engine of its own)
+    assert judge_opens == [] and times.judge_loads == 1 and times.shared_judge == ["asb"]
+    from localbench.runlog import RunDir
+
+    by = [{j.judge_model for j in RunDir(r.run_dir).judgments().read()} for r in runs[:2]]
+    assert by[0] - {"rule"} == {"tiny-random"} and by[1] and by[1] <= {"tiny-random", "rule"}, by  # (the tiny model's idle turns: rule labels)
+    assert [yaml.safe_load((r.run_dir / "spec.yaml").read_text())["judge"]["model"] for r in runs[:2]] == ["tiny-random"] * 2
+    assert all(r.plan is not None and r.plan.served["agent"].engine == "hf" for r in runs)  # each run carries its plan
+    assert runs[1].plan.judge_phase == "pipelined" and runs[0].plan.judge_phase == "staged"
     assert sorted(p for role, p in opened if role == "agent") == ["smollm2-135m", "smollm2-135m", "tiny-random", "tiny-random"]
     spec = yaml.safe_load((runs[0].run_dir / "spec.yaml").read_text())
     assert spec["spec"]["models"]["judge"] == "tiny-random"

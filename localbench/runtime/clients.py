@@ -28,7 +28,7 @@ by role and preset, for a caller that has no plan."""
 
 
 def client_for(spec: RunSpec, role: str, run_dir: str | Path, cache: ResponseCache | None = None,
-               engines: Engines | None = None, plan: "RunPlan | None" = None) -> StructuredClient:
+               engines: Engines | None = None, plan: RunPlan | None = None) -> StructuredClient:
     """A client for the preset that plays ``role`` (one of the design's roles): opened on the run
     plan's entry for it where there is one (nothing looked up again), else as ``engines`` chose
     (else chosen now)."""
@@ -63,7 +63,7 @@ class RoleClients:
     def open(cls, spec: RunSpec, roles: Iterable[str], run_dir: str | Path,
              aliases: Mapping[str, str] | None = None,
              scripted: Callable[[str], Any | None] | None = None, engines: Engines | None = None,
-             plan: "RunPlan | None" = None) -> "RoleClients":
+             plan: RunPlan | None = None) -> "RoleClients":
         """``scripted``: preset -> a backend that plays it with no model, or None (the benchmark's
         ``scripted_backend``, handed down by the pipeline); such a client is uncached (its replies
         follow the simulation's state, not the prompt alone) and never retried. ``plan``: the run's

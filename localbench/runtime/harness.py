@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 from localbench.runlog import JsonlStore, RunDir, Transcript, run_lock
 from localbench.runtime.clients import Engines, RoleClients
+from localbench.runtime.plan import RunPlan
 from localbench.runtime.preflight import check_engines, engines_to_check
 from localbench.runtime.scheduler import Job, JobError, run_jobs
 from localbench.runtime.summary import SimulationSummary
@@ -239,7 +240,7 @@ async def simulate_scenarios(spec: RunSpec, simulator: Simulator, scenarios: lis
 
 def open_clients(spec: RunSpec, simulator: Simulator, run_dir: str | Path | None = None,
                  scripted: Callable[[str], Any | None] | None = None, engines: Engines | None = None,
-                 plan: Any = None) -> RoleClients:
+                 plan: RunPlan | None = None) -> RoleClients:
     """One client per distinct preset among the design's simulation roles, sharing the run's cache;
     ``scripted``: the benchmark's scripted backends (``RoleClients.open``); ``engines``: the ones
     the command chose (``check_models``); ``plan``: the run plan (``runtime.plan``) they open on."""
@@ -250,7 +251,7 @@ def open_clients(spec: RunSpec, simulator: Simulator, run_dir: str | Path | None
 def simulate(spec: RunSpec, simulator: Simulator, *, progress: bool | None = None,
              along: Along | None = None, scripted: Callable[[str], Any | None] | None = None,
              load: Callable[[RunSpec], tuple[list[Any], int]] | None = None,
-             engines: Engines | None = None, plan: Any = None,
+             engines: Engines | None = None, plan: RunPlan | None = None,
              preflight: Callable[[list[Any]], Mapping[str, Sequence[OutputSpec]]] | None = None) -> SimulationSummary:
     """The whole stage in one call: load, check the directory, open the models, simulate, close;
     ``along``: work that follows each simulation on the same clients (see ``Along``); ``scripted``:

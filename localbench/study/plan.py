@@ -8,23 +8,27 @@ Every problem of every run is collected, so one pass names them all.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from localbench.errors import UserError, field_errors
+from localbench.runtime.plan import RunPlan
 from localbench.spec import NO_JUDGE, RunSpec, SpecError
 from localbench.study.spec import RUN_FIELDS_NOT_IN_A_STUDY, Study, StudyError, read_study
 
 
 @dataclass(frozen=True)
 class PlannedRun:
-    """One (benchmark, model) run of a study."""
+    """One (benchmark, model) run of a study; ``plan``: its run plan (``runtime.plan``), once `study
+    run` has planned it on this machine (checking a study, or comparing its runs, plans no engine)."""
 
     benchmark: str
     model: str
     spec: RunSpec
+    plan: RunPlan | None = dataclass_field(default=None, compare=False)
 
     @property
     def run_dir(self) -> Path:
