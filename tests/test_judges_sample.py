@@ -143,6 +143,9 @@ def test_sample_label_import_and_eval_through_the_cli(planted_run, tmp_path):
     assert "This is **real-transcript gold**" in (tmp_path / "ev" / "report.md").read_text()
     ev = json.loads((tmp_path / "ev" / "eval.json").read_text())
     assert ev["gold_origin"] == "real-transcript gold" and ev["bench_judge"] == "privacy"  # ASB's item judge
+    from localbench.judging.trust import RELIABILITY, gold_kind
+
+    assert gold_kind(json.loads((tmp_path / "ev" / RELIABILITY).read_text())) == "real-transcript"  # run reports
 
 
 def test_a_label_file_of_another_sample_is_refused(planted_run, tmp_path):

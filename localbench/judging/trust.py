@@ -90,8 +90,12 @@ def _interval(d: Mapping[str, Any] | None) -> Interval | None:
 def gold_kind(doc: Mapping[str, Any]) -> str:
     """Whether an eval's gold was drawn from real transcripts (as its config or its gold's build
     record says) or constructed (every gold set before real-transcript gold)."""
+    from localbench.judging.transcript_gold import REAL_TRANSCRIPT
+
     cfg, build = doc.get("config") or {}, doc.get("build") or {}
     said = {str(cfg.get("gold_source") or ""), str(build.get("source") or ""), str(build.get("kind") or "")}
+    if cfg.get("gold_origin") == REAL_TRANSCRIPT:  # `judges eval` on gold from `judges sample` (eval.json)
+        return REAL
     return REAL if REAL in said or "real" in said else CONSTRUCTED
 
 
