@@ -158,3 +158,34 @@ def test_judges_eval_jobs_run_on_the_cluster(cluster, tmp_path, gold):  # noqa: 
 
 
 from test_slurm_cluster import cluster  # noqa: E402,F401  (a fixture)
+
+
+def test_a_store_opened_while_another_job_writes_a_line_waits_for_that_line(tmp_path):
+    """A job opening judgments.jsonl cuts a torn last line (a crash's); while another job is
+    writing that line (holding the eval folder's lock), it waits instead, and the line survives."""
+    import threading
+
+    from localbench.judging.gold_eval import SharedStore, config_lock
+
+    path = tmp_path / "judgments.jsonl"
+    line = json.dumps({"key": "other-job|item|base|0", "text": "y" * 200}) + "\n"
+    opened: list[SharedStore] = []
+    with config_lock(tmp_path):  # what the other job's append holds while it writes
+        with open(path, "a") as f:
+            f.write(line[:60])
+            f.flush()
+            t = threading.Thread(target=lambda: opened.append(SharedStore(path, tmp_path)))
+            t.start()
+            t.join(0.5)
+            assert not opened  # it waits for the writer
+            f.write(line[60:])
+    t.join(10)
+    assert opened and opened[0].keys() == {"other-job|item|base|0"}
+    assert path.read_text() == line
+    assert opened[0].append({"key": "this-job|item|base|0"})
+    assert len(path.read_text().splitlines()) == 2
+
+
+def test_each_judge_job_has_a_response_cache_of_its_own(rendered):
+    assert "--cache /EVAL/eval/slurm/cache/eval-qwen3-8b.sqlite" in rendered["eval-qwen3-8b.sbatch"]
+    assert "--cache /EVAL/eval/slurm/cache/eval-gemma-3-12b-it.sqlite" in rendered["eval-gemma-3-12b-it.sbatch"]

@@ -321,13 +321,14 @@ async def evaluate_judge(judge: str, client: StructuredClient, items: list[GoldI
     return summary
 
 
-def open_judge(judge: str, config: EvalConfig, out: Path) -> StructuredClient:
-    """A client for one judge preset, with the eval's own response cache (<out>/cache.sqlite)."""
+def open_judge(judge: str, config: EvalConfig, out: Path, cache: Path | None = None) -> StructuredClient:
+    """A client for one judge preset, with the eval's own response cache (``cache``, default
+    <out>/cache.sqlite)."""
     from localbench.serving.session import open_cache, open_client
     from localbench.spec import EngineOptions
 
     serving = EngineOptions(engine=config.engine, base_url=config.base_url)  # type: ignore[arg-type]
-    return open_client(judge, serving, config.base_url, open_cache(None, out), role="judge")
+    return open_client(judge, serving, config.base_url, open_cache(cache, out), role="judge")
 
 
 @contextmanager
@@ -340,6 +341,21 @@ def config_lock(out: Path) -> Iterator[None]:
     with open(out / ".eval.lock", "a+") as f:
         fcntl.flock(f.fileno(), fcntl.LOCK_EX)  # dropped when the file closes (or the process dies)
         yield
+
+
+class SharedStore(JsonlStore):
+    """<out>/judgments.jsonl as several evals into one <out> (one job per judge) write it: opened
+    (its torn last line, if any, cut) and appended to under <out>'s lock, so one job never cuts or
+    interleaves with a line another is writing, on a shared filesystem too."""
+
+    def __init__(self, path: Path, out: Path):
+        self._out = out
+        with config_lock(out):
+            super().__init__(path)
+
+    def append(self, record: dict[str, Any]) -> bool:
+        with config_lock(self._out):
+            return super().append(record)
 
 
 def write_config(out: Path, config: EvalConfig) -> None:
@@ -521,7 +537,7 @@ def _settings_in_use(old: dict, new: dict) -> list[str]:
 async def run_eval(gold: str | Path, out: str | Path, config: EvalConfig, item_judge: ItemJudge,
                    judges: list[str] | None = None, clients: dict[str, StructuredClient] | None = None,
                    show_progress: bool | None = None, rubric_files: Sequence[Path] = (),
-                   gold_judge: Any = None) -> dict[str, JudgeRunSummary]:
+                   gold_judge: Any = None, cache: Path | None = None) -> dict[str, JudgeRunSummary]:
     """Every judge over every gold item, one judge (one engine) at a time; returns per-judge summaries.
 
     ``item_judge`` is the benchmark's (``get_benchmark(config.benchmark).item_judge``). ``clients``
@@ -529,13 +545,14 @@ async def run_eval(gold: str | Path, out: str | Path, config: EvalConfig, item_j
     otherwise each judge's engine is opened and closed in turn. ``rubric_files`` are the
     benchmark's (``Benchmark.rubric_files()``), hashed into eval.json with each judge's model identity.
     ``gold_judge`` (``judge_gold.GoldJudge``) names the benchmark judge measured; one other than the
-    item judge is asked with its own call, one item per call (``eval_tasks``).
+    item judge is asked with its own call, one item per call (``eval_tasks``). ``cache``: the response
+    cache file (default <out>/cache.sqlite; one per job when several evals share <out> on a cluster).
     """
     todo = judges or config.judges
     config.judges = list(todo)
     items = prepare(gold, out, config, item_judge, rubric_files, gold_judge)
     other = gold_judge if gold_judge is not None and not gold_judge.item_judge else None
-    store = JsonlStore(Path(out) / JUDGMENTS)
+    store = SharedStore(Path(out) / JUDGMENTS, Path(out))
     summaries = {}
     for judge in todo:
         synthetic = parse_synthetic(judge) if not (clients and judge in clients) else None
@@ -544,7 +561,7 @@ async def run_eval(gold: str | Path, out: str | Path, config: EvalConfig, item_j
             write_config(Path(out), config)
             summaries[judge] = synthetic_records(synthetic, items, config, store)
             continue
-        client = (clients or {}).get(judge) or open_judge(judge, config, Path(out))
+        client = (clients or {}).get(judge) or open_judge(judge, config, Path(out), cache)
         try:
             record_judge_model(Path(out), config, judge, client)
             summaries[judge] = await evaluate_judge(judge, client, items, config, store, item_judge, show_progress,

@@ -2,8 +2,9 @@
 directory, then one job that writes the report once every judge's job has ended.
 
 Each judge's job runs `localbench judges eval --judge J` with the eval's own settings into the
-shared ``--out``: answers are keyed by judge (judge|item|variant|seed), and eval.json is merged under
-a lock (``judging.gold_eval.write_config``), so the jobs may run at once. A job is resumable like
+shared ``--out``: answers are keyed by judge (judge|item|variant|seed) and appended under the eval
+folder's lock, eval.json is merged under it (``judging.gold_eval``), and each job has a response
+cache of its own (<out>/slurm/cache/), so the jobs may run at once, on different nodes too. A job is resumable like
 any eval: submitting again asks only what is missing. Job ids go to <out>/slurm/submission.json.
 """
 
@@ -84,8 +85,9 @@ def eval_jobs(judges: list[str], gold: Path, out: Path, eval_args: list[str], o:
     jobs = []
     for judge in judges:
         task = f"eval-{_slug(judge)}"
+        # its own response cache: SQLite (WAL) must not be shared by jobs on different nodes
         cmd = ["localbench", "judges", "eval", "--judge", judge, "--gold", str(gold), "--out", str(out), *eval_args,
-               "--no-report"]
+               "--cache", str(out / "slurm" / "cache" / f"{task}.sqlite"), "--no-report"]
         res = _resources(o, on_gpu=parse_synthetic(judge) is None)
         name = o.job_name or f"lb-judges-eval-{_slug(judge)}"
         jobs.append(EvalJob(judge, out / "slurm" / f"{task}.sbatch",
