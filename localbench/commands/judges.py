@@ -470,6 +470,8 @@ def eval_(
     base_url: Optional[str] = typer.Option(None, "--base-url", help="openai engine: the server's /v1 URL"),
     report: bool = typer.Option(True, help="write the report when done"),
     benchmark: str = typer.Option(DEFAULT_BENCHMARK, help=BENCHMARK_HELP),
+    cache: Optional[Path] = typer.Option(None, "--cache", help="the response cache file (default: OUT/cache.sqlite; "
+                                                               "each --slurm job has its own)"),
     slurm: bool = typer.Option(False, "--slurm", help="submit one Slurm job per judge into --out, then a report "
                                                       "job after them all (docs/judges.md)"),
     slurm_options: Optional[Path] = typer.Option(None, "--slurm-options",
@@ -508,7 +510,7 @@ def eval_(
     dirs = {gj.name: (out if len(measured) == 1 else out / gj.name) for _, gj in measured}
     for g, gj in measured:
         summaries = asyncio.run(run_eval(g, dirs[gj.name], replace(cfg, judges=list(cfg.judges)), bm.item_judge,
-                                         rubric_files=bm.rubric_files(), gold_judge=gj))
+                                         rubric_files=bm.rubric_files(), gold_judge=gj, cache=cache))
         for j, s in summaries.items():
             long = f" ({s.too_long} prompts too long for the judge's context, not sent)" if s.too_long else ""
             prefix = f"{gj.name}: " if len(measured) > 1 else ""
