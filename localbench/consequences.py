@@ -14,7 +14,6 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from localbench.benchmarks import Benchmark
@@ -31,49 +30,14 @@ from localbench.judging.reliability import (
     corrected_rate,
 )
 from localbench.judging.categories import NOT_IDENTIFIED, category_rate, design_effect
+from localbench.judging.trust import UnitCounts, unit_counts
 from localbench.rejudge import LoadedRun, run_judgments
 from localbench.stats import PrevalenceCI, kendall_tau
 
 
-@dataclass
-class UnitCounts:
-    """Leaked units and units of one (model, condition, category), per scenario (the cluster)."""
-
-    clusters: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
-    n_failed: int = 0  # simulations whose privacy call failed
-
-    @property
-    def k(self) -> int:
-        return sum(c[0] for c in self.clusters.values())
-
-    @property
-    def n(self) -> int:
-        return sum(c[1] for c in self.clusters.values())
-
-    def pairs(self) -> list[tuple[int, int]]:
-        return [(k, n) for _, (k, n) in sorted(self.clusters.items())]
-
-
 def _unit_counts(run: LoadedRun, records: list[Judgment]) -> dict[tuple[str, str, str], UnitCounts]:
     """(model, condition, category) → leaked units and units per scenario (a scenario's seeds pooled)."""
-    bm = run.benchmark
-    by_sim: dict[str, list[Judgment]] = defaultdict(list)
-    for r in records:
-        by_sim[r.sim_key].append(r)
-    out: dict[tuple[str, str, str], UnitCounts] = defaultdict(UnitCounts)
-    for t in run.transcripts:
-        sc = run.scenarios.get(t.scenario)
-        if sc is None:
-            continue
-        c = out[(t.model, t.condition, bm.category_of(sc))]
-        units = None if t.error else bm.leak_units(sc, by_sim.get(t.key, []))
-        if units is None:
-            c.n_failed += 1
-            continue
-        cl = c.clusters[t.scenario]
-        cl[0] += sum(lv != "none" for lv in units.values())
-        cl[1] += len(units)
-    return out
+    return unit_counts(run.benchmark, run.transcripts, records, run.scenarios)
 
 
 def _metric_means(bm: Benchmark, records: list[ScenarioScore], run_id: str, judge: str,

@@ -73,13 +73,17 @@ def _same_scores(path: Path) -> None:
     old["version"] = SCORES_VERSION
     old["rows"] = [{("condition" if k == "level" else k): v for k, v in r.items()} for r in old["rows"]]
     warnings = new.pop("judge_warnings")
+    trust = new.pop("trust")  # a section added since (issue 45 item 3)
     assert {c.pop("test") for c in new["comparisons"]} == {"sign-flip"}  # a field added since: the same test
     assert new == old
     # the 135M judge is degenerate; its warnings are computed, not its numbers dropped; and it is the
-    # agent's own model, so the run is self-judged (issue 45)
+    # agent's own model, so the run is self-judged (issue 45); no judge eval measured any of its judges
+    judges = {"privacy", "privacy_pairs", "abstraction", "task", "behaviour"}
     assert {(w["judge"], w["pattern"]) for w in warnings} == {
         ("behaviour", "constant"), ("behaviour", "contradiction"), ("task", "contradiction"), ("abstraction", "undefined"),
-        ("judge", "self_judging")}
+        ("judge", "self_judging")} | {(j, "unmeasured") for j in judges}
+    assert {(j["judge"], j["measured"]) for j in trust["judges"]} == {(j, False) for j in judges}
+    assert {m["status"] for m in trust["metrics"]} == {"unmeasured"} and len(trust["metrics"]) == 14  # 7 categories × 2
 
 
 def test_a_recorded_run_scores_to_the_same_numbers_and_renders(tmp_path):

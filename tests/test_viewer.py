@@ -197,6 +197,7 @@ def test_judge_warnings_come_first_and_mark_the_numbers_they_touch(tmp_path):
     assert "TCQ 1.0 but not completed" in warnings
     lead = html[html.index('id="tab-headline"'):html.index("</table>", html.index('id="tab-headline"'))]
     assert lead.count("‡") >= 5  # IAS (one level has no value), TCQ and Task% at both levels
-    assert "CDLR" in lead and "1.00 (n = 1)‡</a>" in lead  # privacy judge not degenerate, but self-judging
+    # privacy judge not degenerate, but self-judging (‡) and never measured against gold (°)
+    assert "CDLR" in lead and "1.00 (n = 1)‡°</a>" in lead
     md = (run / "report.md").read_text()
     assert md.index("**Judge warnings**") < md.index("**Headline metrics by model and privacy level**")

@@ -31,11 +31,12 @@ def compare_inputs(inputs: list[Path], out: Optional[Path] = None, ci: bool = Fa
     warnings = []
     if judge_eval:
         from localbench.judging.reliability import floor_judge_warnings
+        from localbench.judging.trust import eval_dirs
         from localbench.report.data import load_scores
         from localbench.runlog import RunPaths
 
         judges = dict.fromkeys(r.judge for d in runs for r in load_scores(RunPaths(d).scores_path).rows)
-        warnings = [w for ev in judge_eval for j in judges for w in floor_judge_warnings(ev, j)]
+        warnings = [w for ev in eval_dirs(judge_eval) for j in judges for w in floor_judge_warnings(str(ev), j)]
     return write_comparison(runs, out or default, fmt="ci" if ci else "pm", view=view, judge_warnings=warnings)
 
 

@@ -22,8 +22,10 @@ def register(app: typer.Typer) -> None:
         run_dir: Path = typer.Argument(..., help=f"a finished run directory (runs/<id>) holding {RunFiles.SCORES}"),
         ci: bool = typer.Option(False, "--ci", help="cells as 'mean \\[low, high]' instead of 'mean ± half-width'"),
         judge_eval: Optional[str] = typer.Option(
-            None, "--judge-eval", help="a `localbench judges eval` directory that measured the run's judge: a judge "
-                                       "not above the best cheater there is listed in the judge warnings"),
+            None, "--judge-eval", help="a `localbench judges eval` directory (or a folder of them) that measured the "
+                                       "run's judge: a judge not above the best cheater there is listed in the judge "
+                                       "warnings (the trust section is computed when scoring: `localbench score RUN "
+                                       "--judge-eval EVAL`)"),
         cross_check: Optional[str] = typer.Option(
             None, "--cross-check", help="add a second detector's agreement and cause tables, by a name the run's "
                                         "benchmark offers (the benchmark's docs page lists them)"),
@@ -38,10 +40,11 @@ def register(app: typer.Typer) -> None:
         warnings = []
         if judge_eval:  # the eval that measured the run's judges: one below its cheater floor is warned of
             from localbench.judging.reliability import floor_judge_warnings
+            from localbench.judging.trust import eval_dirs
             from localbench.report.data import load_scores
 
             judges = dict.fromkeys(r.judge for r in load_scores(RunPaths(run_dir).scores_path).rows)
-            warnings = [w for j in judges for w in floor_judge_warnings(judge_eval, j)]
+            warnings = [w for ev in eval_dirs(judge_eval) for j in judges for w in floor_judge_warnings(str(ev), j)]
         extra = []
         if cross_check:  # a second detector beside the run's own (commands/export.py reads the run for it)
             from localbench.commands.export import cross_check_section

@@ -62,8 +62,10 @@ MaxTokens = Annotated[Optional[int], typer.Option("--max-tokens", help="tokens p
 Out = Annotated[Optional[str], typer.Option("--out", help="runs folder (default runs)")]
 RunId = Annotated[Optional[str], typer.Option("--run-id", help="run directory name (default: from the spec)")]
 JudgeEval = Annotated[Optional[str], typer.Option(
-    "--judge-eval", help="a `localbench judges eval` directory that measured the judge: a judge not above the best "
-                         "cheater there is listed in the run's judge warnings")]
+    "--judge-eval", help="a `localbench judges eval` directory, or a folder of them, that measured the run's judges: "
+                         "the report's 'How far to trust these numbers' shows each judge's error rates and the "
+                         "corrected headline metrics; a judge none measured, or one not above the best cheater, is "
+                         "listed in the run's judge warnings")]
 NoCache = Annotated[bool, typer.Option("--no-cache", help="do not read or write the response cache")]
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -130,32 +130,46 @@ def read_measurements(dirs: Iterable[Path], benchmark: str, item_judge: str) -> 
     return out
 
 
-def unit_clusters(bm: Any, transcripts: Sequence[Any], judgments: Sequence[Any], scenarios: Mapping[str, Any]
-                  ) -> dict[tuple[str, str, str], dict[str, list[int]]]:
-    """(model, condition, category) → scenario → [leaked units, units] (``Benchmark.leak_units``; a
-    scenario's seeds pooled; a simulation whose leakage call failed is left out, never "no leak")."""
+@dataclass
+class UnitCounts:
+    """Leaked units and units of one (model, condition, category), per scenario (the cluster)."""
+
+    clusters: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+    n_failed: int = 0  # simulations whose leakage call failed (left out, never counted as "no leak")
+
+    @property
+    def k(self) -> int:
+        return sum(c[0] for c in self.clusters.values())
+
+    @property
+    def n(self) -> int:
+        return sum(c[1] for c in self.clusters.values())
+
+    def pairs(self) -> list[tuple[int, int]]:
+        return [(k, n) for _, (k, n) in sorted(self.clusters.items())]
+
+
+def unit_counts(bm: Any, transcripts: Sequence[Any], judgments: Sequence[Any], scenarios: Mapping[str, Any]
+                ) -> dict[tuple[str, str, str], UnitCounts]:
+    """(model, condition, category) → leaked units and units per scenario (``Benchmark.leak_units``;
+    a scenario's seeds pooled). Also what `judges report --run` corrects (``localbench.consequences``)."""
     by_sim: dict[str, list[Any]] = defaultdict(list)
     for j in judgments:
         by_sim[j.sim_key].append(j)
-    out: dict[tuple[str, str, str], dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    out: dict[tuple[str, str, str], UnitCounts] = defaultdict(UnitCounts)
     for t in transcripts:
         sc = scenarios.get(t.scenario)
         if sc is None:
             continue
+        c = out[(t.model, t.condition, bm.category_of(sc))]
         units = None if t.error else bm.leak_units(sc, by_sim.get(t.key, []))
         if units is None:
+            c.n_failed += 1
             continue
-        cl = out[(t.model, t.condition, bm.category_of(sc))][t.scenario]
+        cl = c.clusters[t.scenario]
         cl[0] += sum(lv != "none" for lv in units.values())
         cl[1] += len(units)
     return out
-
-
-def _fmt(i: Interval | None) -> str:
-    if i is None or i.estimate is None:
-        return "—"
-    return f"{i.estimate:.2f} [{i.low:.2f}, {i.high:.2f}]" if i.low is not None and i.high is not None \
-        else f"{i.estimate:.2f}"
 
 
 def unmeasured_warning(t: JudgeTrust, answers: int) -> JudgeWarning:
@@ -169,8 +183,9 @@ def unmeasured_warning(t: JudgeTrust, answers: int) -> JudgeWarning:
 
 def run_trust(bm: Any, scores: Scores, transcripts: Sequence[Any], judgments: Sequence[Any],
               scenarios: Mapping[str, Any], judge_eval: str | Sequence[str] | None, seed: int = 0
-              ) -> tuple[Trust, list[JudgeWarning]]:
-    """The run's trust section and a warning per unmeasured judge (see the module docstring)."""
+              ) -> tuple[Trust | None, list[JudgeWarning]]:
+    """The run's trust section and a warning per unmeasured judge (see the module docstring); no
+    section (None) where no model judge labelled a metric of the run (rules computed every number)."""
     design = bm.design
     dirs = eval_dirs(judge_eval)
     item_judge = (bm.leakage_judges or ("",))[0]
@@ -198,6 +213,8 @@ def run_trust(bm: Any, scores: Scores, transcripts: Sequence[Any], judgments: Se
                            n_gold=m.n_gold, verdict=m.verdict, verdict_text=m.verdict_text, fpr=m.fpr, fnr=m.fnr,
                            binary_kappa=m.binary_kappa)
         judges.append(t)
+    if not judges:
+        return None, []
     corrected = _corrected(bm, scores, transcripts, judgments, scenarios, measured, answers, seed)
     notes = []
     if not dirs:
@@ -228,9 +245,9 @@ def _corrected(bm: Any, scores: Scores, transcripts: Sequence[Any], judgments: S
                                             "it by Rogan–Gladen; read it beside the judge's FPR and FNR"))
             continue
         if clusters is None:
-            clusters = unit_clusters(bm, transcripts, judgments, scenarios)
-        cells = clusters.get((r.model, r.condition, r.category), {})
-        k, n = sum(c[0] for c in cells.values()), sum(c[1] for c in cells.values())
+            clusters = unit_counts(bm, transcripts, judgments, scenarios)
+        uc = clusters.get((r.model, r.condition, r.category)) or UnitCounts()
+        cells, k, n = uc.clusters, uc.k, uc.n
         scale = 100.0 if metric.unit == "percent" else 1.0
         flip = metric.correction == "no_leak_rate"
 
@@ -250,8 +267,7 @@ def _corrected(bm: Any, scores: Scores, transcripts: Sequence[Any], judgments: S
             out.append(CorrectedMetric(**base, status=NOT_IDENTIFIED,
                                        note="its gold eval is incomplete, or its gold set lacks leaks or non-leaks"))
             continue
-        every = [tuple(c) for (mo, co, _), cl in clusters.items() if (mo, co) == (r.model, r.condition)
-                 for c in cl.values()]
+        every = [p for (mo, co, _), u in clusters.items() if (mo, co) == (r.model, r.condition) for p in u.pairs()]
         cr = category_rate(k, n, m.fp, m.n_neg, m.fn, m.n_pos, design_effect(every), seed=seed)
         if not cr.identified:
             out.append(CorrectedMetric(**base, status=NOT_IDENTIFIED,
@@ -264,14 +280,3 @@ def _corrected(bm: Any, scores: Scores, transcripts: Sequence[Any], judgments: S
                                    note=f"design effect {cr.design_effect:.2f}"))
     return out
 
-
-def trust_lines(trust: Trust) -> list[str]:
-    """The section in plain lines (one per judge, then one per corrected metric), for a terminal."""
-    lines = []
-    for t in trust.judges:
-        if not t.measured:
-            lines.append(f"{t.judge} ({t.judge_model}): NOT MEASURED against gold; feeds {', '.join(t.metrics)}")
-        else:
-            lines.append(f"{t.judge} ({t.judge_model}): {t.verdict}; FPR {_fmt(t.fpr)}, FNR {_fmt(t.fnr)} on "
-                         f"{t.n_gold} {t.gold} gold items")
-    return lines

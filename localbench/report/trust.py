@@ -13,9 +13,10 @@ from localbench.report.tables import UNMEASURED_MARK
 from localbench.scores import UNMEASURED, Interval
 
 TITLE = "How far to trust these numbers"
-NOT_SCORED = ("scores.json holds no trust section (scored before localbench computed one, or with no judge): "
-              "score the run again (`localbench score RUN`, with `--judge-eval EVAL` for the eval that measured "
-              "its judges) to see each judge's measurement and the corrected headline metrics.")
+NOT_SCORED = ("scores.json holds no trust section: either no model judge labelled this run (rules computed every "
+              "number, so there is no judge error to correct), or it was scored before localbench computed one; "
+              "score it again (`localbench score RUN`, with `--judge-eval EVAL` for the evals that measured its "
+              "judges) to see each judge's measurement and the corrected headline metrics.")
 
 
 def interval_text(i: Interval | None, digits: int = 2) -> str:
