@@ -41,8 +41,8 @@ def wait_for_judge(url_file: str | Path, timeout: float, poll: float = 2.0) -> s
             return url
         if not url and ended.exists():
             raise UserError(f"{f}: the judge server job ended without serving ({ended}: {ended.read_text().strip()}); "
-                            f"see its log in {f.parent / 'logs'}, then resubmit this run's merge job "
-                            "(`localbench slurm resubmit RUN --failed`) once a judge server runs again")
+                            f"see its log in {f.parent / 'logs'}, then submit the study again (`localbench study "
+                            "submit STUDY.yaml`: the runs not yet reported, each resuming, with a new judge server)")
         if time.monotonic() >= deadline:
             break
         time.sleep(poll)
