@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 from localbench.cli import app
 from localbench.judging.gold import write_gold
 from localbench.judging.gold_eval import EvalConfig, write_config
+from test_slurm_cluster import cluster  # noqa: F401  (a fixture: the local test cluster)
 from test_slurm_render import GOLDEN, bash_syntax_ok, check_golden
 
 LOCALBENCH = str(Path(sys.prefix) / "bin" / "localbench")
@@ -129,7 +130,7 @@ def test_two_evals_into_one_directory_at_once_keep_both_judges(tmp_path, gold):
 
 @pytest.mark.slurm
 @pytest.mark.timeout(600)
-def test_judges_eval_jobs_run_on_the_cluster(cluster, tmp_path, gold):  # noqa: F811
+def test_judges_eval_jobs_run_on_the_cluster(cluster, tmp_path, gold):  # noqa: F811  (the fixture)
     """Two synthetic judges as two jobs and the report job after them, on the local test cluster."""
     opts = tmp_path / "slurm.yaml"
     opts.write_text(yaml.safe_dump({"slurm": {"partition": "debug", "time": "00:10:00", "cpus_per_task": 1,
@@ -155,9 +156,6 @@ def test_judges_eval_jobs_run_on_the_cluster(cluster, tmp_path, gold):  # noqa: 
         assert "oracle" in report and "noisy:0.2,0.2" in report  # the report job saw both judges' answers
     finally:
         subprocess.run(["scancel", *ids.values()], capture_output=True)
-
-
-from test_slurm_cluster import cluster  # noqa: E402,F401  (a fixture)
 
 
 def test_a_store_opened_while_another_job_writes_a_line_waits_for_that_line(tmp_path):
