@@ -9,8 +9,8 @@ whose value it is (the normalised finding equals the value, or one holds the oth
 letters or digits at least), and read two ways per (simulation, channel):
 
 - ``any``: the toolkit reports anything on the channel (how the toolkit is used on its own);
-- ``vault``: a finding is the value of a vault field forbidden on that channel (the benchmark's
-  definition of a leak, the toolkit's eyes).
+- ``vault``: a finding is the value of a vault field forbidden on that channel, or a part of one (the
+  benchmark's definition of a leak, the toolkit's eyes; a part is Tier 3's to judge in localbench).
 
 localbench's verdict is the score stage's: a forbidden field found there by Tiers 1-2 (``tiers
 1-2``), and, for a judged run, also by the Tier-3 judge (``tiers 1-3``). Agreement per channel is
