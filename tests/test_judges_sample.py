@@ -143,9 +143,9 @@ def test_sample_label_import_and_eval_through_the_cli(planted_run, tmp_path):
     assert "This is **real-transcript gold**" in (tmp_path / "ev" / "report.md").read_text()
     ev = json.loads((tmp_path / "ev" / "eval.json").read_text())
     assert ev["gold_origin"] == "real-transcript gold" and ev["bench_judge"] == "privacy"  # ASB's item judge
-    from localbench.judging.trust import RELIABILITY, gold_kind
+    from localbench.judging.trust import gold_kind
 
-    assert gold_kind(json.loads((tmp_path / "ev" / RELIABILITY).read_text())) == "real-transcript"  # run reports
+    assert gold_kind(ev) == "real-transcript"  # as a run report's trust section reads it
 
 
 def test_a_label_file_of_another_sample_is_refused(planted_run, tmp_path):
@@ -200,7 +200,7 @@ def test_agentleak_leak_judge_inputs_rebuilt_from_an_oracle_trace():
     from localbench.benchmarks.agentleak.oracle import OracleBackend
     from localbench.benchmarks.agentleak.scenario import CHANNELS
     from localbench.benchmarks.agentleak.simulate import AgentLeakSimulator
-    from localbench.judging.sample import blind_item, fits_all
+    from localbench.judging.sample import RULE, SPLIT, blind_item, fits_all
     from localbench.registry import get_benchmark
     from localbench.runlog import Judgment
     from localbench.runtime.clients import RoleClients
@@ -231,7 +231,8 @@ def test_agentleak_leak_judge_inputs_rebuilt_from_an_oracle_trace():
     judgments.append(judgments[0].model_copy(update={"target": "C1#0", "key": f"{t.key}|leak|C1#0"}))
     bm = get_benchmark("agentleak")
     frame = bm.judge_inputs(t, s, judgments, spec)
-    assert asked > 0 and failed and len(frame.inputs) == asked and frame.left_out == {next(iter(frame.left_out)): 1}
+    rules = sum(j.judge_model == "rule" for j in judgments)
+    assert asked > 0 and failed and len(frame.inputs) == asked and frame.left_out == {SPLIT: 1, RULE: rules}
     assert {x.unit for x in frame.inputs if x.judge_label is None} == failed
     assert len(bm.judge_inputs(t, s, judgments).inputs) == asked - len(failed)  # no spec: its group is unknown
     x = next(x for x in frame.inputs if x.judge_label)

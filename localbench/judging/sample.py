@@ -87,7 +87,8 @@ class Frame:
     left_out: dict[str, int] = field(default_factory=dict)  # reason -> calls
 
     def leave(self, reason: str, n: int = 1) -> None:
-        self.left_out[reason] = self.left_out.get(reason, 0) + n
+        if n > 0:
+            self.left_out[reason] = self.left_out.get(reason, 0) + n
 
     def add(self, other: "Frame") -> None:
         self.inputs += other.inputs
@@ -98,6 +99,7 @@ class Frame:
 SPLIT = "split to fit the judge's context (its parts are not sampled)"
 NOT_REBUILT = "not rebuilt as the judge saw it (the scenario or the call builder changed since the run)"
 NO_LABEL = "the judge's label does not name the item"
+RULE = "labelled by rule, no model asked (nothing was shown, or a rule judge)"
 
 
 def fits_all(messages: list[dict[str, str]]) -> bool:

@@ -18,7 +18,7 @@ from localbench.benchmarks.agentleak.judge_stage import JUDGE, channel_contents,
 from localbench.benchmarks.agentleak.judges import _domain, channel_name, field_text, judge_calls
 from localbench.benchmarks.agentleak.scenario import CHANNELS, Scenario
 from localbench.judging.gold import GoldMessage, GoldPrivateItem
-from localbench.judging.sample import NO_LABEL, NOT_REBUILT, SPLIT, Frame, JudgeInput, fits_all, item_level
+from localbench.judging.sample import NO_LABEL, NOT_REBUILT, RULE, SPLIT, Frame, JudgeInput, fits_all, item_level
 from localbench.runlog import Judgment, Transcript
 
 SAMPLED = (JUDGE,)
@@ -32,7 +32,10 @@ def judge_inputs(transcript: Transcript, scenario: Scenario, judgments: list[Jud
     by_channel = channel_contents(transcript)
     subjects = {r.id: r.subject for r in scenario.records}
     for j in judgments:
-        if j.judge != JUDGE or j.judge_model == "rule":
+        if j.judge != JUDGE:
+            continue
+        if j.judge_model == "rule":
+            frame.leave(RULE)
             continue
         if "#" in j.target:
             frame.leave(SPLIT)

@@ -21,7 +21,7 @@ from localbench.benchmarks.asb.judges import (_display, privacy_item_calls, priv
                                               render_transcript)
 from localbench.benchmarks.asb.scenario import Scenario
 from localbench.judging.gold import GoldMessage, GoldPrivateItem
-from localbench.judging.sample import NO_LABEL, NOT_REBUILT, SPLIT, Frame, JudgeInput, fits_all, item_level
+from localbench.judging.sample import NO_LABEL, NOT_REBUILT, RULE, SPLIT, Frame, JudgeInput, fits_all, item_level
 from localbench.runlog import Judgment, Transcript
 
 JUDGE = "privacy"
@@ -45,6 +45,7 @@ def _gold_messages(scenario: Scenario, shown: list[dict[str, Any]]) -> list[Gold
 
 def _judged(judgments: list[Judgment], judge: str, frame: Frame) -> dict[str, Judgment]:
     """One judge's model-made judgments of a simulation by target; split calls counted and dropped."""
+    frame.leave(RULE, sum(j.judge == judge and j.judge_model == "rule" for j in judgments))
     mine = {j.target: j for j in judgments if j.judge == judge and j.judge_model != "rule"}
     for t in [t for t in mine if "#" in t]:
         frame.leave(SPLIT)
