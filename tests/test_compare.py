@@ -127,6 +127,9 @@ def test_self_judged_and_warned_runs_are_marked_in_every_table(runs, tmp_path):
     spec = yaml.safe_load((me / "spec.yaml").read_text())
     spec["resolved_models"]["judge"] = spec["resolved_models"]["agent"]  # the agent judged itself
     (me / "spec.yaml").write_text(yaml.safe_dump(spec))
+    plan = json.loads((me / "plan.json").read_text())  # and its run plan says so (compare reads it first)
+    plan["models"]["judge"] = plan["models"]["agent"]
+    (me / "plan.json").write_text(json.dumps(plan))
     warned = _copy(runs["leaker"], tmp_path / "warned")
     scores = json.loads((warned / "scores.json").read_text())
     scores["judge_warnings"] = [{"judge": "leak", "judge_model": "none", "pattern": "constant", "message": "constant",

@@ -49,6 +49,7 @@ class RunPlan:
     judge_role: str
     judge_phase: str
     concurrency: Mapping[str, Any] = field(default_factory=dict)
+    rule_judge: str | None = None  # the model-free judge the spec asks for (``RunSpec.rule_judge``), if any
 
     def model_for(self, role: str) -> str:
         return self.models[role]
@@ -60,6 +61,11 @@ class RunPlan:
     @property
     def judged(self) -> bool:
         return self.judge_model != NO_JUDGE
+
+    def resolved_models(self) -> dict[str, str]:
+        """Each role's preset, or for a judge that needs no model that judge's name (what spec.yaml's
+        ``resolved_models`` records)."""
+        return {**self.models, **({self.judge_role: self.rule_judge} if self.rule_judge else {})}
 
     def entry(self, role: str) -> RoleServing:
         """How ``role`` is served; a KeyError names the planned roles (a role the plan left out, a
@@ -73,6 +79,7 @@ class RunPlan:
         return {"version": PLAN_VERSION, "run_id": self.run_id, "benchmark": self.benchmark,
                 "models": dict(self.models), "judge_role": self.judge_role, "judge_phase": self.judge_phase,
                 "together": [list(g) for g in self.together], "concurrency": dict(self.concurrency),
+                "rule_judge": self.rule_judge,
                 "roles": {r: {"preset": e.preset.model_dump(mode="json") if e.preset is not None else None,
                               "engine": e.engine, "url": e.url, "gpu_memory_utilization": e.gpu_memory_utilization}
                           for r, e in self.served.items()}}
@@ -88,7 +95,7 @@ class RunPlan:
                       for r, e in doc["roles"].items()}
             return cls(doc["run_id"], doc["benchmark"], dict(doc["models"]), served,
                        tuple(tuple(g) for g in doc["together"]), doc["judge_role"], doc["judge_phase"],
-                       dict(doc.get("concurrency") or {}))
+                       dict(doc.get("concurrency") or {}), doc.get("rule_judge"))
         except KeyError as e:
             raise PlanError(f"{where}: field {e.args[0]!r} is missing") from e
         except (TypeError, ValueError, AttributeError) as e:
@@ -153,4 +160,4 @@ def plan_run(spec: RunSpec, roles: Iterable[str] | None = None, pipelined: bool 
         engines = len({served[r].preset.name for r in together[0] if r in served} or {""})
         limits = concurrency(spec.serving, engines=engines).as_dict()
     return RunPlan(spec.resolved_run_id, spec.benchmark, models, served, tuple(tuple(g) for g in together),
-                   design.judge_role, phase, limits)
+                   design.judge_role, phase, limits, spec.rule_judge)

@@ -98,7 +98,7 @@ def planned_models(run_dir: Path) -> dict[str, str] | None:
     if not RunPaths(run_dir).plan_path.exists():
         return None
     try:
-        return dict(RunPlan.read(run_dir).models)
+        return RunPlan.read(run_dir).resolved_models()
     except PlanError:
         return None
 
