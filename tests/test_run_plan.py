@@ -75,11 +75,11 @@ def planned_run(tmp_path_factory, tiny_dir):
     finally:
         mp.undo()
     assert r.exit_code == 0, (r.output, r.exception)
-    return tmp / "runs" / "r", counts, opened
+    return tmp / "runs" / "r", counts, opened, spec
 
 
 def test_a_run_resolves_each_role_once(planned_run):
-    run, counts, _ = planned_run
+    run, counts, *_ = planned_run
     roles = RunSpec(benchmark="asb").design.role_names
     assert {role: counts[("model_for", role)] for role in roles} == {role: 1 for role in roles}
     assert counts["check_models_here"] == 1  # engines, URLs and memory shares chosen once, for every stage
@@ -89,7 +89,7 @@ def test_a_run_resolves_each_role_once(planned_run):
 
 
 def test_the_plan_on_disk_is_what_the_engines_were_opened_with(planned_run):
-    run, _, opened = planned_run
+    run, _, opened, _ = planned_run
     planned = RunPlan.read(run)
     assert opened and {role: _entry(planned.entry(role)) for role in opened} == opened
     assert planned.run_id == "r" and planned.benchmark == "asb" and planned.judge_phase == "pipelined"  # the judge is the agent's model
@@ -127,3 +127,18 @@ def test_compare_names_a_runs_judge_from_its_plan(planned_run, tmp_path):
     assert [e.self_judged for e in load_entries([run])["asb"]] == [True]
     (run / PLAN_FILE).unlink()
     assert [e.self_judged for e in load_entries([run])["asb"]] == [False]
+
+
+def test_simulate_alone_plans_the_simulation_roles(planned_run, tmp_path):
+    """`localbench simulate` plans the roles it opens (not the judge, whose stage comes later) and
+    writes that plan; resumed here, with every simulation done."""
+    import shutil
+
+    run, *_, spec = planned_run
+    shutil.copytree(run, tmp_path / "r", ignore=shutil.ignore_patterns(PLAN_FILE, "view"))
+    r = CliRunner().invoke(app, ["simulate", "--spec", str(spec), "--agent", "tiny-random", "--engine", "hf",
+                                 "--out", str(tmp_path), "--run-id", "r", "--no-progress"])
+    assert r.exit_code == 0, (r.output, r.exception)
+    planned = RunPlan.read(tmp_path / "r")
+    assert sorted(planned.served) == sorted(RunSpec(benchmark="asb").design.simulation_roles)
+    assert planned.judge_phase == "staged"
