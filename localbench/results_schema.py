@@ -55,9 +55,10 @@ def _models() -> dict[str, tuple[type[BaseModel], str, str]]:
             "scenario_score.schema.json": (ScenarioScore, RunFiles.SCENARIO_SCORES, "one JSON object per line")}
 
 
-def _describe(schema: dict[str, Any], model: type[BaseModel]) -> None:
+def _describe(schema: dict[str, Any], model: type[BaseModel], defs: dict[str, Any] | None = None) -> None:
     """Each property's description from its field's comment (walking the model's bases), and each
-    nested model's the same way."""
+    nested model's the same way, at any depth (every nested model is in the root's ``$defs``)."""
+    defs = schema.get("$defs") or {} if defs is None else defs
     comments: dict[str, str] = {}
     for base in reversed(model.__mro__):
         if isinstance(base, type) and issubclass(base, BaseModel) and base is not BaseModel:
@@ -68,9 +69,9 @@ def _describe(schema: dict[str, Any], model: type[BaseModel]) -> None:
     for name, f in model.model_fields.items():
         nested = [a for a in _model_args(f.annotation)]
         for sub in nested:
-            sub_schema = (schema.get("$defs") or {}).get(sub.__name__)
+            sub_schema = defs.get(sub.__name__)
             if sub_schema is not None:
-                _describe(sub_schema, sub)
+                _describe(sub_schema, sub, defs)
 
 
 def _model_args(t: Any) -> list[type[BaseModel]]:

@@ -96,9 +96,9 @@ class Interval(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    estimate: float | None
-    low: float | None = None
-    high: float | None = None
+    estimate: float | None  # the point estimate
+    low: float | None = None  # the 95% interval's lower bound
+    high: float | None = None  # its upper bound
 
 
 class JudgeTrust(BaseModel):
@@ -111,7 +111,7 @@ class JudgeTrust(BaseModel):
     measured: bool  # a gold eval (the spec's judge_eval) measured this judge with this preset
     metrics: list[str] = Field(default_factory=list)  # the run's metrics computed from its labels
     eval: str = ""  # the eval directory that measured it
-    gold: str = ""  # "constructed" | "real-transcript": what the eval's gold items are
+    gold: str = ""  # what the eval's gold items are: "constructed", "real-transcript" or a mix (eval.json's gold_origin)
     n_gold: int = 0  # gold items it was measured on
     verdict: str = ""  # the eval's grade: "use as is" | "use with correction" | "do not use" | ...
     verdict_text: str = ""  # the eval's verdict line

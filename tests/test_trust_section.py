@@ -110,3 +110,22 @@ def test_judge_eval_names_one_eval_a_list_or_a_folder_of_them(planted, tmp_path)
     assert eval_dirs(str(ev)) == [ev] == eval_dirs(str(ev.parent)) == eval_dirs([str(ev), str(ev)])
     with pytest.raises(UserError, match=f"judge_eval: {tmp_path}"):
         eval_dirs(str(tmp_path))
+
+
+def test_an_eval_names_the_judge_it_measured_and_its_gold(planted, tmp_path):
+    """eval.json's bench_judge (issue 45 item 1) and gold_origin (item 2) decide which judge of a run
+    an eval measured and what its gold is; an eval of another benchmark measures nothing here."""
+    import shutil
+
+    from localbench.judging.trust import read_measurements
+
+    _, ev = planted
+    pairs = shutil.copytree(ev, tmp_path / "pairs")
+    cfg = json.loads((pairs / "eval.json").read_text())
+    (pairs / "eval.json").write_text(json.dumps({**cfg, "bench_judge": "privacy_pairs",
+                                                 "gold_origin": "real-transcript gold"}))
+    got = read_measurements([ev, pairs], "asb", "privacy")
+    assert {k: m.gold for k, m in got.items()} == {("privacy", NOISY): "constructed", ("privacy", "oracle"): "constructed",
+                                                   ("privacy_pairs", NOISY): "real-transcript",
+                                                   ("privacy_pairs", "oracle"): "real-transcript"}
+    assert read_measurements([ev], "agentleak", "leak") == {}

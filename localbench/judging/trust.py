@@ -87,16 +87,12 @@ def _interval(d: Mapping[str, Any] | None) -> Interval | None:
     return Interval(estimate=num("estimate"), low=num("low"), high=num("high"))
 
 
-def gold_kind(doc: Mapping[str, Any]) -> str:
-    """Whether an eval's gold was drawn from real transcripts (as its config or its gold's build
-    record says) or constructed (every gold set before real-transcript gold)."""
-    from localbench.judging.transcript_gold import REAL_TRANSCRIPT
-
-    cfg, build = doc.get("config") or {}, doc.get("build") or {}
-    said = {str(cfg.get("gold_source") or ""), str(build.get("source") or ""), str(build.get("kind") or "")}
-    if cfg.get("gold_origin") == REAL_TRANSCRIPT:  # `judges eval` on gold from `judges sample` (eval.json)
-        return REAL
-    return REAL if REAL in said or "real" in said else CONSTRUCTED
+def gold_kind(cfg: Mapping[str, Any]) -> str:
+    """What an eval's gold is: eval.json's ``gold_origin`` (``judging.transcript_gold.gold_origin``:
+    constructed, real-transcript, or a mix) without its trailing "gold"; constructed for an eval
+    recorded before the field existed (every gold set was then)."""
+    origin = str(cfg.get("gold_origin") or CONSTRUCTED)
+    return origin[:-len(" gold")] if origin.endswith(" gold") else origin
 
 
 def read_measurements(dirs: Iterable[Path], benchmark: str, item_judge: str) -> dict[tuple[str, str], Measurement]:
@@ -117,7 +113,7 @@ def read_measurements(dirs: Iterable[Path], benchmark: str, item_judge: str) -> 
             raise UserError(f"{rel_path}: cannot read the judge eval's reliability file (`localbench judges report "
                             f"{d}` writes it): {e}") from e
         bench_judge = str(cfg.get("bench_judge") or item_judge)
-        kind = gold_kind(doc)
+        kind = gold_kind(cfg)
         for j in doc.get("judges", []):
             gold = j.get("gold") or {}
             leak = gold.get("leak") or {}
