@@ -22,6 +22,7 @@ from typing import Optional
 import typer
 
 from localbench.registry import DEFAULT_BENCHMARK
+from localbench.runlog import RunFiles
 
 judges_app = typer.Typer(help="How far a judge can be trusted: gold sets, labelling, agreement, consequences.",
                          no_args_is_help=True, pretty_exceptions_enable=False)
@@ -383,8 +384,8 @@ def sample_cmd(
     judge: list[str] = typer.Option([], "--judge", help="a benchmark judge to sample (repeatable; default: every "
                                                         "judge the benchmark can sample)"),
     labels_of: Optional[str] = typer.Option(None, "--labels-of",
-                                            help="whose labels stratify: the run's own judge (default) or a "
-                                                 "rejudge under runs/<id>/judges/"),
+                                            help="whose labels stratify: the run's own judge (default) or the preset of "
+                                                 "one of its rejudges (`judges rejudge`)"),
 ) -> None:
     """Draw a stratified sample of the run's real judge inputs (by judge, category, condition and the judge's
     label) into a blind file for `judges label`, and a private key for `judges gold import --key`."""
@@ -477,7 +478,7 @@ def eval_(
     slurm_options: Optional[Path] = typer.Option(None, "--slurm-options",
                                                  help="--slurm: YAML with the jobs' sbatch options (a run spec's "
                                                       "`slurm:` section: gres, time, venv, ...)"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="--slurm: write the scripts under <out>/slurm/dry-run and "
+    dry_run: bool = typer.Option(False, "--dry-run", help="--slurm: write the scripts into a dry-run folder of OUT's Slurm folder and "
                                                           "print the sbatch commands; submit nothing"),
 ) -> None:
     """Run judges over a gold set with the benchmark's rubric and schema, asked as a run asks them
@@ -575,7 +576,7 @@ def _eval_on_slurm(judges: list[str], golds: list[Path], out: Path, settings: li
     read_gold(gold)  # a bad gold set is refused here, not in every job
     jobs = judges_eval.eval_jobs(judges, gold, out, settings, judges_eval.read_options(options), Path.cwd())
     if dry_run:
-        folder = out.resolve() / "slurm" / "dry-run"
+        folder = out.resolve() / RunFiles.SLURM / "dry-run"
         typer.echo(f"# judges eval on Slurm: {len(judges)} judge job(s) and a report job; scripts written to {folder}")
         typer.echo("\n".join(judges_eval.dry_run(jobs, folder)))
         typer.echo("# (dry run: nothing submitted)")
@@ -583,7 +584,8 @@ def _eval_on_slurm(judges: list[str], golds: list[Path], out: Path, settings: li
     ids = judges_eval.submit(jobs, out.resolve(), Path.cwd())
     for j, job_id in ids.items():
         typer.echo(f"{j}: job {job_id}")
-    typer.echo(f"job ids in {out.resolve() / 'slurm' / 'submission.json'}; logs in {out.resolve() / 'slurm' / 'logs'}")
+    slurm_dir = out.resolve() / RunFiles.SLURM
+    typer.echo(f"job ids in {slurm_dir / 'submission.json'}; logs in {slurm_dir / 'logs'}")
 
 
 @judges_app.command("rejudge")

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import typer
 
+from localbench.runlog import RunFiles
+
 study_app = typer.Typer(help="Several models across the benchmarks, from one study file: plan, run (here) or "
                              "submit (Slurm), status, compare.", no_args_is_help=True)
 
@@ -64,7 +66,7 @@ def submit(study: Path = StudyFile,
            dry_run: bool = typer.Option(False, "--dry-run", help="write the scripts and print the sbatch commands; "
                                                                   "submit nothing"),
            out: Path = typer.Option(None, "--out", help="--dry-run: where the scripts go (default: "
-                                                         "<the study's out>/slurm/dry-run)"),
+                                                         "a dry-run folder in the study's Slurm folder)"),
            no_fit_check: bool = typer.Option(False, "--no-fit-check",
                                              help="submit even if a model does not fit the GPUs slurm.gres names")) -> None:
     """Submit the study to Slurm: per (benchmark, model) a shard array and a merge job; per judge preset
@@ -111,7 +113,7 @@ def _cluster(s) -> tuple[dict[Path, str], list[str]]:
     from localbench.slurm.study import StudyRecord
     from localbench.slurm.study_status import run_cluster_state, server_lines
 
-    folder = s.out_dir / "slurm"
+    folder = s.out_dir / RunFiles.SLURM
     f = folder / "study-submission.json"
     if not f.exists():
         return {}, []

@@ -396,7 +396,7 @@ def write_judges_report(rels: dict[str, Reliability], out: str | Path) -> Path:
         lines += [f"## {name}", "", judge_line(rel.config), ""]
         lines += [f"- {line}" for line in verdict_lines(rel)]
         lines += ["", f"Full report: `{Path(rel.eval_dir).name}/report.md` ({rel.n_items} gold items).", ""]
-    path = Path(out) / "report.md"
+    path = Path(out) / RunFiles.REPORT_MD
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines), encoding="utf-8")
     return path

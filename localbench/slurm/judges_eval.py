@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from localbench.files import write_atomic
+from localbench.runlog import RunFiles
 from localbench.slurm.options import JobResources, SlurmOptions, SlurmOptionsError, parse_options
 from localbench.slurm.render import _env, _exports, _setup_lines, _signal, resource_lines
 from localbench.slurm.shell import Shell, quote, sbatch_value
@@ -64,11 +65,11 @@ def _resources(o: SlurmOptions, on_gpu: bool) -> JobResources:
 def render_job(o: SlurmOptions, out: Path, workdir: Path, name: str, res: JobResources, task: str,
                steps: list[tuple[str, list[str]]], comment: dict[str, str]) -> str:
     sbatch = [sbatch_value(f"--job-name={name}", "job_name"),
-              sbatch_value(f"--output={out / 'slurm' / 'logs'}/%x-%j.out", "out"), Shell("--open-mode=append"),
+              sbatch_value(f"--output={out / RunFiles.SLURM / 'logs'}/%x-%j.out", "out"), Shell("--open-mode=append"),
               Shell("--requeue" if o.requeue else "--no-requeue"), *resource_lines(res)]
     sbatch += [sbatch_value(x, f"extra_sbatch[{i}]") for i, x in enumerate(o.extra_sbatch)] if res.gpus else []
     ctx = {**_setup_lines(o), **_signal(o), "exports": _exports(o, res, out), "workdir": quote(workdir),
-           "sbatch": sbatch, "out": quote(out), "state_dir": quote(out / "slurm" / "state"), "task": quote(task),
+           "sbatch": sbatch, "out": quote(out), "state_dir": quote(out / RunFiles.SLURM / "state"), "task": quote(task),
            "task_file": Shell(task), "gpus_total": res.gpus,
            "steps": [{"name": quote(n), "command": Shell(shlex.join(cmd))} for n, cmd in steps],
            "requeue": False, "max_requeues": 0, "merge": False, "ray": None, "serve_any": False,
@@ -87,14 +88,14 @@ def eval_jobs(judges: list[str], gold: Path, out: Path, eval_args: list[str], o:
         task = f"eval-{_slug(judge)}"
         # its own response cache: SQLite (WAL) must not be shared by jobs on different nodes
         cmd = ["localbench", "judges", "eval", "--judge", judge, "--gold", str(gold), "--out", str(out), *eval_args,
-               "--cache", str(out / "slurm" / "cache" / f"{task}.sqlite"), "--no-report"]
+               "--cache", str(out / RunFiles.SLURM / "cache" / f"{task}.sqlite"), "--no-report"]
         res = _resources(o, on_gpu=parse_synthetic(judge) is None)
         name = o.job_name or f"lb-judges-eval-{_slug(judge)}"
-        jobs.append(EvalJob(judge, out / "slurm" / f"{task}.sbatch",
+        jobs.append(EvalJob(judge, out / RunFiles.SLURM / f"{task}.sbatch",
                             render_job(o, out, workdir, name if not o.job_name else f"{name}-{_slug(judge)}", res,
                                        task, [("eval", cmd)], {"judge": judge, "gold": str(gold)})))
     report = ["localbench", "judges", "report", str(out)]
-    jobs.append(EvalJob(REPORT, out / "slurm" / "report.sbatch",
+    jobs.append(EvalJob(REPORT, out / RunFiles.SLURM / "report.sbatch",
                         render_job(o, out, workdir, f"{o.job_name or 'lb-judges-eval'}-report", _resources(o, False),
                                    "report", [("report", report)],
                                    {"judge": f"the report of {', '.join(judges)}", "gold": str(gold)})))
@@ -125,7 +126,7 @@ def submit(jobs: list[EvalJob], out: Path, workdir: Path) -> dict[str, str]:
     from localbench.slurm.status import SlurmError
     from localbench.slurm.submit import sbatch
 
-    (out / "slurm" / "logs").mkdir(parents=True, exist_ok=True)
+    (out / RunFiles.SLURM / "logs").mkdir(parents=True, exist_ok=True)
     ids: dict[str, str] = {}
     try:
         for j in jobs:
@@ -136,6 +137,6 @@ def submit(jobs: list[EvalJob], out: Path, workdir: Path) -> dict[str, str]:
         if ids:
             run_command(["scancel", *ids.values()])
         raise
-    write_atomic(out / "slurm" / "submission.json",
+    write_atomic(out / RunFiles.SLURM / "submission.json",
                  json.dumps({"submitted": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "jobs": ids}, indent=2) + "\n")
     return ids

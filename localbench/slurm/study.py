@@ -30,6 +30,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from localbench.files import write_atomic
+from localbench.runlog import RunFiles
 from localbench.slurm.judge_url import server_state_file
 from localbench.slurm.options import JobResources, SlurmOptions, SlurmOptionsError, command_name, parse_options
 from localbench.slurm.plan import RunPlan, make_plan
@@ -114,7 +115,7 @@ def _server_resources(study: Study, where: str) -> JobResources:
 def plan_study(study: Study, workdir: str | Path | None = None) -> StudyPlan:
     """Every run's Slurm plan, and the judge servers; a SlurmOptionsError names the bad field."""
     where = str(study.path or "study")
-    folder = study.out_dir / "slurm"
+    folder = study.out_dir / RunFiles.SLURM
     bare = study.model_copy(update={"slurm": {k: v for k, v in study.slurm.items() if k != JUDGE_SERVER_KEY}})
     options = parse_options(bare.slurm, where)
     wd = workdir or (study.path.parent if study.path else None)
