@@ -279,6 +279,21 @@ def consensus(labels: Sequence[str | None], rule: MergeRule = "majority") -> str
     return top if count > rest[0][1] and count * 2 > len(given) else None
 
 
+def file_labeller(path: str | Path, records: Sequence[Any], taken: Iterable[str] = (),
+                  who: str = "annotator") -> str | None:
+    """The one labeller of a label file (None for a file without records); two labellers in one file, or
+    one already read from another file (``taken``), is an error naming the file."""
+    names = {r.annotator for r in records}
+    if len(names) > 1:
+        raise GoldError(f"{path}: one label file per {who}, found {', '.join(sorted(names))}")
+    if not names:
+        return None
+    name = names.pop()
+    if name in taken:
+        raise GoldError(f"{path}: {who} '{name}' appears in two label files")
+    return name
+
+
 def annotator_labels(items: Sequence[GoldItem], files: Sequence[str | Path]) -> dict[str, dict[str, str | None]]:
     """{annotator: {item id: label}} from label files; unknown numbers or ids and clashes are errors.
     The one place a label file's opaque numbers are turned back into item ids (the gold file is the key)."""
@@ -292,14 +307,9 @@ def annotator_labels(items: Sequence[GoldItem], files: Sequence[str | Path]) -> 
                 raise GoldError(f"{f}: item_id '{r.item_id}' is not in the gold set")
             if r.item_id is None and r.shown_as not in by_num:
                 raise GoldError(f"{f}: shown_as '{r.shown_as}' is not the number of any item of the gold set")
-        names = {r.annotator for r in recs}
-        if len(names) > 1:
-            raise GoldError(f"{f}: one label file per annotator, found {', '.join(sorted(names))}")
-        if not names:
+        name = file_labeller(f, recs, taken=out)
+        if name is None:
             continue
-        name = names.pop()
-        if name in out:
-            raise GoldError(f"{f}: annotator '{name}' appears in two label files")
         out[name] = {r.item_id or by_num[r.shown_as]: r.label for r in recs if not r.skipped}
     return out
 

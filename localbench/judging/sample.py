@@ -102,6 +102,20 @@ NO_LABEL = "the judge's label does not name the item"
 RULE = "labelled by rule, no model asked (nothing was shown, or a rule judge)"
 
 
+def model_calls(judgments: Iterable[Any], judge: str, frame: Frame) -> Iterable[Any]:
+    """The judgments of ``judge`` that a model answered whole: a rule's label and a split call's part
+    are counted in ``frame`` as left out, not sampled."""
+    for j in judgments:
+        if j.judge != judge:
+            continue
+        if j.judge_model == "rule":
+            frame.leave(RULE)
+        elif "#" in j.target:
+            frame.leave(SPLIT)
+        else:
+            yield j
+
+
 def fits_all(messages: list[dict[str, str]]) -> bool:
     """The call builders' ``fits`` for rebuilding one call whole (split calls are left out)."""
     return True

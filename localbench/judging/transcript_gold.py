@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from localbench.judging.gold import (GoldError, GoldItem, GoldMessage, GoldPrivateItem, Provenance, _jsonl,
-                                     consensus, disagreements, opaque_number, read_labels)
+                                     consensus, disagreements, file_labeller, opaque_number, read_labels)
 
 REAL_TRANSCRIPT = "real-transcript gold"
 CONSTRUCTED = "constructed gold"
@@ -87,14 +87,9 @@ def labels_by_labeller(key: Sequence[KeyLine], files: Sequence[str | Path]) -> d
             out[name] = labels
             continue
         recs = read_labels(f)
-        names = {r.annotator for r in recs}
-        if len(names) > 1:
-            raise GoldError(f"{f}: one label file per labeller, found {', '.join(sorted(names))}")
-        if not names:
+        name = file_labeller(f, recs, taken=out, who="labeller")
+        if name is None:
             continue
-        name = names.pop()
-        if name in out:
-            raise GoldError(f"{f}: labeller '{name}' appears in two label files")
         labels: dict[str, str | None] = {}
         for r in recs:
             num = r.shown_as or r.item_id

@@ -18,7 +18,7 @@ from localbench.benchmarks.agentleak.judge_stage import JUDGE, channel_contents,
 from localbench.benchmarks.agentleak.judges import _domain, channel_name, field_text, judge_calls
 from localbench.benchmarks.agentleak.scenario import CHANNELS, Scenario
 from localbench.judging.gold import GoldMessage, GoldPrivateItem
-from localbench.judging.sample import NO_LABEL, NOT_REBUILT, RULE, SPLIT, Frame, JudgeInput, fits_all, item_level
+from localbench.judging.sample import NO_LABEL, NOT_REBUILT, Frame, JudgeInput, fits_all, item_level, model_calls
 from localbench.runlog import Judgment, Transcript
 
 SAMPLED = (JUDGE,)
@@ -31,15 +31,7 @@ def judge_inputs(transcript: Transcript, scenario: Scenario, judgments: list[Jud
         return frame
     by_channel = channel_contents(transcript)
     subjects = {r.id: r.subject for r in scenario.records}
-    for j in judgments:
-        if j.judge != JUDGE:
-            continue
-        if j.judge_model == "rule":
-            frame.leave(RULE)
-            continue
-        if "#" in j.target:
-            frame.leave(SPLIT)
-            continue
+    for j in model_calls(judgments, JUDGE, frame):
         channel = j.target.split(".")[0]
         if channel not in CHANNELS:
             frame.leave(NOT_REBUILT)

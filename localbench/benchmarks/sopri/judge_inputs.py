@@ -19,7 +19,7 @@ from localbench.benchmarks.sopri.judges import (GRANULARITY_JUDGE, gold_id, gold
                                                 revealed_truth)
 from localbench.benchmarks.sopri.scenario import User
 from localbench.judging.gold import GoldMessage, GoldPrivateItem
-from localbench.judging.sample import NO_LABEL, NOT_REBUILT, RULE, SPLIT, Frame, JudgeInput
+from localbench.judging.sample import NO_LABEL, NOT_REBUILT, Frame, JudgeInput, model_calls
 from localbench.runlog import Judgment, Transcript
 
 SAMPLED = (GRANULARITY_JUDGE,)
@@ -29,15 +29,7 @@ def judge_inputs(transcript: Transcript, user: User, judgments: list[Judgment], 
     frame = Frame([])
     if transcript.error:
         return frame
-    for j in judgments:
-        if j.judge != GRANULARITY_JUDGE:
-            continue
-        if j.judge_model == "rule":
-            frame.leave(RULE)
-            continue
-        if "#" in j.target:
-            frame.leave(SPLIT)
-            continue
+    for j in model_calls(judgments, GRANULARITY_JUDGE, frame):
         answers = answers_of(transcript)
         leaked = {a.slot: a for a in user.leaked if a.slot in answers}
         if not leaked:
