@@ -46,6 +46,8 @@ class AgentSocialBench(Benchmark):
 
     def consequence_notes(self, categories: set[str]) -> list[str]:
         if categories - set(PLANTABLE):
-            return ["multi-party categories use the pair rubric (privacy_pairs.j2), which the gold set does not "
-                    "measure; their corrections borrow the item rubric's FPR/FNR and are indicative only"]
+            return ["multi-party categories use the pair rubric (privacy_pairs.j2); these corrections borrow the "
+                    "item rubric's FPR/FNR and are indicative only. The pair rubric has gold of its own "
+                    "(`judges gold build --judge privacy_pairs`): the run report's trust section corrects "
+                    "MPLR, HALR and CSLR with the pair rubric's measured FPR/FNR"]
         return []
