@@ -234,8 +234,8 @@ def _transcript_gold(files: list[Path], key: Path, out: Path, adjudicator: Optio
     from localbench.errors import UserError
     from localbench.files import write_atomic, write_lines_atomic
     from localbench.judging.gold import write_gold
-    from localbench.judging.transcript_gold import (agreement, disagreement_lines, labels_by_labeller, read_key,
-                                                    to_gold)
+    from localbench.judging.transcript_gold import (agreement, by_judge, disagreement_lines, labels_by_labeller,
+                                                    read_key, to_gold)
 
     lines = read_key(key)
     by = labels_by_labeller(lines, files)
@@ -261,14 +261,25 @@ def _transcript_gold(files: list[Path], key: Path, out: Path, adjudicator: Optio
                           + (f"adjudicator {adjudicator}" if adjudicator else "unlabelled"),
                   "items": len(items), "labelled": sum(it.label is not None for it in items)}
     if len(by) >= 2:
-        ag = agreement(by, n_resamples=resamples)
-        for line in ag.lines():
-            typer.echo("  " + line)
+        parts = by_judge(lines, by)
+        info["agreement_by_judge"] = {}
+        for j, part in parts.items():  # κ in each judge's own labels (abstraction 0/0.5/1/n/a, task yes/no)
+            part = {a: labels for a, labels in part.items() if labels}
+            if len(part) < 2:
+                typer.echo(f"  {j}: one labeller, no agreement to report")
+                continue
+            ag = agreement(part, n_resamples=resamples, judge=j)
+            if len(parts) > 1:
+                typer.echo(f"  {j} ({', '.join(ag.space.labels)}):")
+            for line in ag.lines():
+                typer.echo(("    " if len(parts) > 1 else "  ") + line)
+            info["agreement_by_judge"][j] = {"labels": list(ag.space.labels), "pairs": ag.pairs, "across": ag.across}
+            if len(parts) == 1:
+                info["agreement"] = {"pairs": ag.pairs, "across": ag.across}
         diff = disagreement_lines(by)
         path = out.with_name(out.name + ".disagreements.jsonl")
         write_lines_atomic(path, diff)
         typer.echo(f"  {len(diff)} items labelled differently → {path}")
-        info["agreement"] = {"pairs": ag.pairs, "across": ag.across}
         info["disagreements"] = len(diff)
     else:
         typer.echo("  one labeller: no agreement to report (their labels are the gold)")

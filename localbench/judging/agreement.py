@@ -36,6 +36,7 @@ __all__ = [
     "LeakErrorRates",
     "agreement_across_judges",
     "cohen_kappa",
+    "cohen_kappa_in",
     "compare_to_gold",
     "confusion",
     "gwet_ac1",
@@ -314,6 +315,30 @@ def cohen_kappa(
     use a single label throughout).
     """
     return _kappa_ci(_pair(a, b), weights, binary, _boot(n_resamples, confidence, seed))
+
+
+def cohen_kappa_in(
+    a: Labels,
+    b: Labels,
+    labels: Sequence[str],
+    *,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> CI:
+    """Cohen's κ (unweighted) over a judge's own labels, paired by item key: for a label space the three
+    leak levels would merge (ASB's abstraction scores 1 and n/a are both "none"), so two raters who tell
+    them apart differently are counted as disagreeing."""
+    al = align_by_key(_as_mapping(a), _as_mapping(b))
+    code = {label: i for i, label in enumerate(labels)}
+    pairs = [(x, y) for x, y in zip(al.a, al.b) if x is not None and y is not None]
+    for k, v in ((k, v) for k, x, y in zip(al.keys, al.a, al.b) for v in (x, y)):
+        if v is not None and v not in code:
+            raise ValueError(f"unknown label {v!r} for item {k!r}; expected one of {', '.join(labels)} or None")
+    ca = np.array([code[x] for x, _ in pairs], dtype=int)
+    cb = np.array([code[y] for _, y in pairs], dtype=int)
+    return _ci(len(pairs), lambda idx: _kappa_codes(ca[idx], cb[idx], len(labels), None),
+               _boot(n_resamples, confidence, seed))[0]
 
 
 def gwet_ac1(

@@ -155,7 +155,7 @@ class LabelRecord(_Strict):
     key: str  # = shown_as ("|skip" appended for a skip), so a label file is a keyed, resumable JsonlStore
     item_id: str | None = None  # label files written before issue 31 only; never written now
     annotator: str
-    label: Level | None
+    label: str | None  # in the item's judge's labels (``label_space``), checked where items and labels meet
     skipped: bool = False
     time: str = ""
     shown_as: str | None = None  # the opaque number the annotator saw (never the id)
@@ -298,6 +298,7 @@ def annotator_labels(items: Sequence[GoldItem], files: Sequence[str | Path]) -> 
     """{annotator: {item id: label}} from label files; unknown numbers or ids and clashes are errors.
     The one place a label file's opaque numbers are turned back into item ids (the gold file is the key)."""
     ids = {it.id for it in items}
+    judges = {it.id: it.judge for it in items}
     by_num = {opaque_number(it.id): it.id for it in items}
     out: dict[str, dict[str, str | None]] = {}
     for f in files:
@@ -307,6 +308,10 @@ def annotator_labels(items: Sequence[GoldItem], files: Sequence[str | Path]) -> 
                 raise GoldError(f"{f}: item_id '{r.item_id}' is not in the gold set")
             if r.item_id is None and r.shown_as not in by_num:
                 raise GoldError(f"{f}: shown_as '{r.shown_as}' is not the number of any item of the gold set")
+            judge = judges[r.item_id or by_num[r.shown_as]]
+            if r.label is not None and r.label not in label_space(judge).labels:
+                raise GoldError(f"{f}: label '{r.label}' of {r.shown_as or r.item_id} is not a label of the "
+                                f"{judge or 'item'} judge ({', '.join(label_space(judge).labels)})")
         name = file_labeller(f, recs, taken=out)
         if name is None:
             continue

@@ -62,6 +62,7 @@ class JudgeInput:
     judge_label: str | None
     gold_id: str | None = None
     gold_judge: str | None = None  # the gold item's ``judge`` (GoldItem.judge); None: the benchmark's item judge
+    planted: list[int] = field(default_factory=list)  # the message(s) the label is about (an abstraction score's)
     sim_key: str = ""
     scenario: str = ""
     category: str = ""
@@ -181,20 +182,31 @@ def scrubber(names: Iterable[str]):
     return lambda text: pattern.sub(SCRUBBED, text)
 
 
+# What of an input's ``meta`` the labeller is shown, as the judge's call shows it: the recipient a pair rubric
+# asks about, the abstraction judge's item list and message keys, a task judge's request, criteria and tools.
+SHOWN_META = ("forbidden", "items", "keys", "task", "criteria", "tools")
+
+
+def _scrubbed(v: Any, scrub) -> Any:
+    return [scrub(str(p)) for p in v] if isinstance(v, list) else scrub(str(v))
+
+
 def blind_item(x: JudgeInput, item_id: str, scrub) -> GoldItem:
     """The item as the labeller gets it: content scrubbed, nothing else."""
     msgs = [GoldMessage(sender=scrub(m.sender), recipients=[scrub(r) for r in m.recipients], content=scrub(m.content))
             for m in x.messages]
     item = x.item.model_copy(update={"owner": scrub(x.item.owner), "text": scrub(x.item.text)})
-    meta = {"forbidden": [scrub(p) for p in x.meta["forbidden"]]} if x.meta.get("forbidden") else {}
+    meta = {k: _scrubbed(x.meta[k], scrub) for k in SHOWN_META if x.meta.get(k)}
     return GoldItem(id=item_id, messages=msgs, item=item, source=Provenance(kind="transcript"), judge=x.gold_judge,
-                    meta=meta)
+                    planted=list(x.planted), meta=meta)
 
 
 def blind_line(item: GoldItem) -> str:
     """The blind file's line: only what `judges label` needs (no defaults that could carry anything); a pair
-    rubric's item adds its judge and the recipient asked about (``meta.forbidden``)."""
-    return json.dumps(item.model_dump(mode="json", include={"id", "messages", "item", "source", "judge", "meta"},
+    rubric's, an abstraction's or a task judge's item adds its judge, the message it is about (``planted``) and
+    what its call shows besides the messages (``SHOWN_META``)."""
+    return json.dumps(item.model_dump(mode="json", include={"id", "messages", "item", "source", "judge", "meta",
+                                                            "planted"},
                                       exclude_none=True, exclude_defaults=True), ensure_ascii=False)
 
 
@@ -234,7 +246,8 @@ def write_sample(out: str | Path, chosen: Sequence[JudgeInput], strata: dict[tup
             "spec_hash": info.spec_hash, "sample_seed": info.seed, "sim_key": x.sim_key, "scenario": x.scenario,
             "category": x.category, "condition": x.condition, "model": x.model, "judge": x.judge,
             "judge_model": x.judge_model, "target": x.target, "unit": x.unit, "judge_label": x.judge_label,
-            "meta": x.meta, "messages": [m.model_dump() for m in b.messages], "item": b.item.model_dump()},
+            "meta": {**x.meta, **b.meta}, "planted": b.planted, "messages": [m.model_dump() for m in b.messages],
+            "item": b.item.model_dump()},
             ensure_ascii=False))
     key_path = write_lines_atomic(outp / PRIVATE_DIR / KEY_FILE, key_lines)
     info.strata = [{"judge": k[0], "category": k[1], "condition": k[2], "judge_label": k[3], "drawn": d,

@@ -10,9 +10,11 @@ gets its gold label by one stated rule:
   label when one is named (``adjudicator``: one of the labellers, who settles ties), else the item
   is left unlabelled and listed as a disagreement (never guessed).
 
-Every item that labellers answered differently is listed. The labellers' agreement is reported with
-bootstrap intervals: Cohen's κ for each pair, Krippendorff's α (ordinal, nominal) and Gwet's AC1
-across all of them (``judging.agreement``). The gold items carry ``source.kind = "transcript"`` and
+Every item that labellers answered differently is listed. The labellers' agreement is reported per
+judge, with bootstrap intervals: Cohen's κ for each pair in that judge's own labels (none / partial /
+full, abstraction scores 0 / 0.5 / 1 / n/a, a task's yes / no) and on its binary decision,
+Krippendorff's α (ordinal, nominal) and Gwet's AC1 across all of them on the labels read as leak
+levels (``judging.agreement``). The gold items carry ``source.kind = "transcript"`` and
 their provenance (run, spec hash, judge, judge model, target, sample seed) in ``meta.transcript``.
 """
 
@@ -25,8 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from localbench.judging.gold import (GoldError, GoldItem, GoldMessage, GoldPrivateItem, Provenance, _jsonl,
-                                     consensus, disagreements, file_labeller, opaque_number, read_labels)
+from localbench.judging.gold import (LEVEL_SPACE, GoldError, GoldItem, GoldMessage, GoldPrivateItem, LabelSpace,
+                                     Provenance, _jsonl, consensus, disagreements, file_labeller, label_space,
+                                     opaque_number, read_labels)
 
 REAL_TRANSCRIPT = "real-transcript gold"
 CONSTRUCTED = "constructed gold"
@@ -75,6 +78,7 @@ def labels_by_labeller(key: Sequence[KeyLine], files: Sequence[str | Path]) -> d
     file with each item's ``label`` filled in; a number or id that is no item of the key, a file with
     two labellers or a labeller in two files is an error naming the file."""
     by_num = {opaque_number(k.id): k.id for k in key}
+    spaces = {k.id: label_space(k.data.get("gold_judge")) for k in key}
     if len(by_num) != len(key):
         raise GoldError("two items of the key share an opaque number")
     out: dict[str, dict[str, str | None]] = {}
@@ -96,6 +100,10 @@ def labels_by_labeller(key: Sequence[KeyLine], files: Sequence[str | Path]) -> d
             if num not in by_num:
                 raise GoldError(f"{f}: shown_as '{num}' is not the number of any item of this sample's key")
             if not r.skipped:
+                space = spaces[by_num[num]]
+                if r.label not in space.labels:
+                    raise GoldError(f"{f}: label '{r.label}' of {num} is not a label of its judge "
+                                    f"({', '.join(space.labels)})")
                 labels[by_num[num]] = r.label
         out[name] = labels
     return out
@@ -129,6 +137,7 @@ class Agreement:
     """The labellers' agreement, for the import's report."""
 
     labellers: list[str]
+    space: LabelSpace = LEVEL_SPACE  # the judge's labels the κ is over; α and AC1 read them as leak levels
     pairs: list[dict[str, Any]] = field(default_factory=list)  # Cohen's κ per pair, with interval
     across: dict[str, Any] | None = None  # Krippendorff's α and Gwet's AC1 over all labellers: (estimate, low, high)
 
@@ -136,7 +145,7 @@ class Agreement:
         out = []
         for p in self.pairs:
             out.append(f"Cohen's κ({p['a']}, {p['b']}) = {p['kappa']:.2f} [{p['low']:.2f}, {p['high']:.2f}] "
-                       f"on {p['n']} items (binary leak decision: {p['binary_kappa']:.2f} "
+                       f"on {p['n']} items (binary, {self.space.positive}: {p['binary_kappa']:.2f} "
                        f"[{p['binary_low']:.2f}, {p['binary_high']:.2f}])")
         if self.across:
             a = self.across
@@ -147,19 +156,24 @@ class Agreement:
         return out
 
 
-def agreement(by: Mapping[str, Mapping[str, str | None]], n_resamples: int = 1000, seed: int = 0) -> Agreement:
-    """Cohen's κ per pair of labellers, and α / AC1 across them, each with a bootstrap interval."""
-    from localbench.judging.agreement import agreement_across_judges, cohen_kappa
+def agreement(by: Mapping[str, Mapping[str, str | None]], n_resamples: int = 1000, seed: int = 0,
+              judge: str | None = None) -> Agreement:
+    """Cohen's κ per pair of labellers in the judge's own labels (``gold.label_space``: none / partial / full,
+    an abstraction score, a task's yes / no) and on its binary decision, and α / AC1 across them on the
+    labels read as leak levels, each with a bootstrap interval."""
+    from localbench.judging.agreement import agreement_across_judges, cohen_kappa, cohen_kappa_in
 
+    space = label_space(judge)
+    levels = {a: {i: space.level(v) for i, v in labels.items()} for a, labels in by.items()}
     names = sorted(by)
-    out = Agreement(names)
+    out = Agreement(names, space)
     for a, b in itertools.combinations(names, 2):
-        k = cohen_kappa(by[a], by[b], n_resamples=n_resamples, seed=seed)
-        kb = cohen_kappa(by[a], by[b], binary=True, n_resamples=n_resamples, seed=seed)
+        k = cohen_kappa_in(by[a], by[b], space.labels, n_resamples=n_resamples, seed=seed)
+        kb = cohen_kappa(levels[a], levels[b], binary=True, n_resamples=n_resamples, seed=seed)
         out.pairs.append({"a": a, "b": b, "kappa": k.estimate, "low": k.low, "high": k.high, "n": k.n,
                           "binary_kappa": kb.estimate, "binary_low": kb.low, "binary_high": kb.high})
     if len(names) >= 2:
-        ag = agreement_across_judges(by, n_resamples=n_resamples, seed=seed)
+        ag = agreement_across_judges(levels, n_resamples=n_resamples, seed=seed)
         out.across = {name: (ci.estimate, ci.low, ci.high) for name, ci in
                       (("alpha_ordinal", ag.alpha_ordinal), ("alpha_nominal", ag.alpha_nominal), ("ac1", ag.ac1))}
     return out
@@ -194,7 +208,7 @@ def to_gold(key: Sequence[KeyLine], by: Mapping[str, Mapping[str, str | None]],
         out.append(GoldItem(
             id=d.get("gold_id") or k.id, messages=[GoldMessage.model_validate(m) for m in d["messages"]],
             item=GoldPrivateItem.model_validate(d["item"]), label=label, annotations=ann,  # type: ignore[arg-type]
-            judge=d.get("gold_judge"),
+            judge=d.get("gold_judge"), planted=d.get("planted") or [],
             source=Provenance(kind="transcript", seed=d.get("sample_seed"), judge=d.get("judge_model"),
                               annotator=f"{how} of {', '.join(sorted(ann))}",
                               note=f"drawn by `judges sample` from run {d['run_id']}"),
@@ -203,6 +217,17 @@ def to_gold(key: Sequence[KeyLine], by: Mapping[str, Mapping[str, str | None]],
                 f: d.get(f) for f in ("run", "run_id", "benchmark", "spec_hash", "sim_key", "condition", "model",
                                       "judge", "judge_model", "target", "unit", "judge_label", "sample_seed")}
                 | {"sample_id": k.id, "rule": how}}))
+    return out
+
+
+def by_judge(key: Sequence[KeyLine], by: Mapping[str, Mapping[str, str | None]]) -> dict[str, dict[str, dict[str, str | None]]]:
+    """The labels split by the key's judge (as in the run's judgments.jsonl): {judge: {labeller: {id: label}}}."""
+    judge_of = {k.id: str(k.data["judge"]) for k in key}
+    out: dict[str, dict[str, dict[str, str | None]]] = {}
+    for j in sorted(set(judge_of.values())):
+        part = {a: {i: v for i, v in labels.items() if judge_of.get(i) == j} for a, labels in by.items()}
+        if any(part.values()):
+            out[j] = part
     return out
 
 

@@ -37,7 +37,8 @@ class SemanticTaskGold:
 
     def call(self, item: GoldItem, messages: list[GoldMessage], target: str) -> JudgeCall:
         planted = item.messages[item.planted[0]].content  # the final answer: the judge sees it alone
-        call = criteria_call(item.meta["task"], list(item.meta["criteria"]), planted, [])
+        call = criteria_call(item.meta["task"], list(item.meta["criteria"]), planted,
+                             list(item.meta.get("tools") or []))  # a run's call (real-transcript gold): its tools
         call.target = target
         return call
 

@@ -16,16 +16,26 @@ from typing import Any
 
 from localbench.benchmarks.agentleak.judge_stage import JUDGE, channel_contents, chunks, judged_fields
 from localbench.benchmarks.agentleak.judges import _domain, channel_name, field_text, judge_calls
+from localbench.benchmarks.agentleak.gold_judges import SEP
+from localbench.benchmarks.agentleak.judges import participant_name
 from localbench.benchmarks.agentleak.scenario import CHANNELS, Scenario
+from localbench.benchmarks.agentleak.task_judge import TASK_JUDGE, criteria_call, criteria_met, task_call
 from localbench.judging.gold import GoldMessage, GoldPrivateItem
 from localbench.judging.sample import NO_LABEL, NOT_REBUILT, Frame, JudgeInput, fits_all, item_level, model_calls
 from localbench.runlog import Judgment, Transcript
 
-SAMPLED = (JUDGE,)
+SAMPLED = (JUDGE, TASK_JUDGE)
 FIELDS_UNKNOWN = "failed, and its group of fields is not rebuilt (no run spec, or another answer budget)"
 
 
 def judge_inputs(transcript: Transcript, scenario: Scenario, judgments: list[Judgment], spec: Any = None) -> Frame:
+    frame = leak_inputs(transcript, scenario, judgments, spec)
+    frame.add(task_inputs(transcript, scenario, judgments))
+    return frame
+
+
+def leak_inputs(transcript: Transcript, scenario: Scenario, judgments: list[Judgment], spec: Any = None) -> Frame:
+    """The tier-3 leak judge's inputs: per field of each channel call, the judge's level."""
     frame = Frame([])
     if transcript.error:
         return frame
@@ -71,4 +81,34 @@ def judge_inputs(transcript: Transcript, scenario: Scenario, judgments: list[Jud
                 judge=JUDGE, target=j.target, unit=fid, messages=shown, judge_label=level, meta={"channel": channel},
                 item=GoldPrivateItem(owner=subjects.get(f.record, f.record), text=field_text(scenario, f),
                                      field=f.field, id=f.id, domain=_domain(scenario, f))))
+    return frame
+
+
+def task_inputs(transcript: Transcript, scenario: Scenario, judgments: list[Judgment]) -> Frame:
+    """The semantic task judge's input of a trace: its final answer and whether every criterion was met."""
+    frame = Frame([])
+    if transcript.error:
+        return frame
+    for j in model_calls(judgments, TASK_JUDGE, frame):
+        call = task_call(scenario, transcript)
+        if call is None or j.target != call.target or not call.n_messages:
+            frame.leave(NOT_REBUILT)
+            continue
+        criteria = list(scenario.success.criteria)
+        tools = list(transcript.payload.get("tools_called") or [])
+        if criteria_call(scenario.task, criteria, call.shown, tools).messages != call.messages:
+            frame.leave(NOT_REBUILT)
+            continue
+        verdicts = None if j.label is None else j.label.get("verdicts")
+        if j.label is not None and (not isinstance(verdicts, dict) or set(verdicts) != set(call.keymap.values())):
+            frame.leave(NO_LABEL)
+            continue
+        agent = participant_name(scenario, scenario.agents[0].id) if scenario.agents else "agent"
+        frame.inputs.append(JudgeInput(
+            judge=TASK_JUDGE, target=j.target, unit="task", gold_judge=TASK_JUDGE,
+            messages=[GoldMessage(sender=agent, recipients=["user"], content=call.shown)],
+            judge_label=None if j.label is None else ("yes" if criteria_met(j.label) else "no"), planted=[0],
+            meta={"task": scenario.task, "criteria": criteria, "tools": tools},
+            item=GoldPrivateItem(owner=scenario.id, text=SEP.join(c.strip().rstrip(".") for c in criteria),
+                                 id="task")))
     return frame

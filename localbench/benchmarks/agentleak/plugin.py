@@ -16,7 +16,7 @@ class AgentLeak(Benchmark):
     design = DESIGN
     leakage_judges = ("leak",)
     rubric_folder = "agentleak"
-    sampled_judges = ("leak",)  # `judges sample` (judge_inputs.py); the semantic task judge not yet
+    sampled_judges = ("leak", "task")  # `judges sample` (judge_inputs.py)
     judge_optional = True  # tiers 1-2 need no model: `--judge none` scores with them alone (tier 3 off)
 
     check_source = delegate(f"{HERE}.check:check_source")

@@ -98,10 +98,13 @@ class AbstractionGold:
 
     def call(self, item: GoldItem, messages: list[GoldMessage], target: str) -> JudgeCall:
         keys = [f"m_{i}" for i in range(len(messages))]
-        call = J.abstraction_call([item.item.text], render_lines(_shown(messages), keys=keys),
+        if item.meta.get("keys") and messages == item.messages:  # a run's call (real-transcript gold): its keys
+            keys = list(item.meta["keys"])
+        call = J.abstraction_call(list(item.meta.get("items") or [item.item.text]),  # a run's call: every item
+                                  render_lines(_shown(messages), keys=keys),
                                   {k: i for i, k in enumerate(keys)}, target)
         call.n_messages = len(messages)
-        return reading_at(call, f"m_{_planted_at(item, messages)}")  # the item's score: its planted message's
+        return reading_at(call, keys[_planted_at(item, messages)])  # the item's score: its planted message's
 
     def decode(self, call: JudgeCall, parsed: dict[str, Any]) -> dict[str, Any]:
         J.decode(call, parsed)  # the run's decoding: an answer it would reject is a failure here too
@@ -123,8 +126,9 @@ class TaskGold:
         return completion_pairs(self.name, sources, seed)
 
     def call(self, item: GoldItem, messages: list[GoldMessage], target: str) -> JudgeCall:
-        return JudgeCall("task", target, "asb/task.j2",
-                         J.task_messages(item.meta["task"], item.item.text, render_lines(_shown(messages))),
+        keys = list(item.meta["keys"]) if item.meta.get("keys") and messages == item.messages else None
+        return JudgeCall("task", target, "asb/task.j2",  # keys: a run's call (real-transcript gold) numbers its own
+                         J.task_messages(item.meta["task"], item.item.text, render_lines(_shown(messages), keys=keys)),
                          J.TASK_SCHEMA, n_messages=len(messages))
 
     def decode(self, call: JudgeCall, parsed: dict[str, Any]) -> dict[str, Any]:

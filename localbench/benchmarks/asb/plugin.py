@@ -19,7 +19,7 @@ class AgentSocialBench(Benchmark):
     leakage_judges = ("privacy", "privacy_pairs")
     planted_judge = PLANTED
     rubric_folder = "asb"
-    sampled_judges = ("privacy", "privacy_pairs")  # `judges sample` (judge_inputs.py); abstraction, task: not yet
+    sampled_judges = ("privacy", "privacy_pairs", "abstraction", "task")  # `judges sample` (judge_inputs.py)
 
     check_source = delegate(f"{HERE}.check:check_source")
     simulator = delegate(f"{HERE}.simulate:AsbSimulator")
