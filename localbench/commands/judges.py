@@ -377,8 +377,9 @@ def label(
     order_seed: int = typer.Option(0, "--order-seed",
                                    help="seed of the annotator's item order (with the annotator's name; recorded)"),
 ) -> None:
-    """Label items one keypress at a time (n / p / f, s skip, q quit), blind: an opaque number, no id
-    or method, in a seeded order of your own; saved after every answer."""
+    """Label items one keypress at a time in the item's judge's labels (n / p / f; abstraction 0 / h / 1 / n;
+    task y / n; s skip, q quit), blind: an opaque number, no id or method, in a seeded order of your own;
+    saved after every answer."""
     from localbench.judging.labeller import label_session
 
     summary = label_session(gold, annotator, labels, redo_skipped=redo_skipped, order_seed=order_seed)
