@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import io
 import json
 from pathlib import Path
 
@@ -224,6 +225,7 @@ def test_agentleak_task_judge_from_oracle_traces(tmp_path):
     blind, key_path = write_sample(tmp_path, chosen, strata, info)
     key = {json.loads(x)["id"]: json.loads(x) for x in key_path.read_text().splitlines()}
     assert all('"label"' not in x and "judge_label" not in x for x in blind.read_text().splitlines())
+    assert not any(k["scenario"] in blind.read_text() or k["sim_key"] in blind.read_text() for k in key.values())
     ana, shown = _label_all(blind, "ana", lambda i: key[i]["judge_label"])
     ben, _ = _label_all(blind, "ben", lambda i: key[i]["judge_label"])
     assert "Success criteria:" in shown and "Does the final answer meet every success criterion" in shown
@@ -239,3 +241,24 @@ def test_agentleak_task_judge_from_oracle_traces(tmp_path):
          "--out", tmp_path / "ev", "--no-report")
     ev = json.loads((tmp_path / "ev" / "eval.json").read_text())
     assert ev["gold_origin"] == "real-transcript gold" and ev["bench_judge"] == "task"
+
+
+def test_label_files_are_read_in_each_items_judges_labels(tmp_path):
+    """`gold merge` of a task gold set labelled in y / n: its labels are taken, a leak level on a task item is
+    an error naming the file and the label."""
+    from localbench.judging.gold import (GoldError, GoldItem, GoldMessage, GoldPrivateItem, LabelRecord, Provenance,
+                                         annotator_labels, write_gold)
+    from localbench.judging.labeller import label_session
+
+    items = [GoldItem(id=f"task:{i}", judge="task", messages=[GoldMessage(sender="a", content=f"done {i}")],
+                      item=GoldPrivateItem(owner="o", text="the plan is sent"), source=Provenance(kind="construction"),
+                      planted=[0], meta={"task": "send the plan"}) for i in range(2)]
+    gold = write_gold(tmp_path / "g.jsonl", items)
+    label_session(gold, "ana", stdin=io.StringIO("f\ny\nn\n"), stdout=io.StringIO())  # f: not a task key
+    got = annotator_labels(items, [tmp_path / "g.labels.ana.jsonl"])
+    assert sorted(got["ana"].values()) == ["no", "yes"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(LabelRecord(key="x", annotator="ben", label="full",
+                                          shown_as=opaque_number("task:0")).dump()) + "\n")
+    with pytest.raises(GoldError, match="bad.jsonl.*'full'"):
+        annotator_labels(items, [bad])

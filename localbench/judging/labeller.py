@@ -180,6 +180,8 @@ def label_session(gold: str | Path, annotator: str, labels: str | Path | None = 
     path = Path(labels) if labels else default_labels_path(gold, annotator)
     store = JsonlStore(path)
     items = label_order(read_gold(gold), annotator, path, Path(gold), order_seed)
+    for it in items:  # every item's judge has keys before anything is shown
+        keys_of(it)
     done = {k for k in store.keys() if not k.endswith("|skip")}
     if not redo_skipped:
         done |= {k.removesuffix("|skip") for k in store.keys() if k.endswith("|skip")}

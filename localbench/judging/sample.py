@@ -1,9 +1,10 @@
 """`localbench judges sample`: a stratified, blind sample of a run's real judge inputs for people to label.
 
 A gold set built by construction measures a judge on sentences the benchmark planted; this measures
-it on what it actually judged. Each benchmark rebuilds the inputs of its item-level judge calls from
-a transcript with its own call builder (``Benchmark.judge_inputs``: one ``JudgeInput`` per private
-item of a call, with the judge's label for it); this module draws from them and writes two files:
+it on what it actually judged. Each benchmark rebuilds the inputs of its judge calls from a transcript
+with its own call builder (``Benchmark.judge_inputs``: one ``JudgeInput`` per private item of an
+item-level call, per message an abstraction call scored, per task judge call, with the judge's label
+for it in that judge's own labels, ``gold.label_space``); this module draws from them and writes two files:
 
 - ``sample.jsonl``, the blind file handed to labellers: gold items in the format `judges label` reads,
   with opaque ids, in a seeded shuffled order, no label, no run id, no simulation key, no scenario, and
@@ -50,8 +51,8 @@ class JudgeInput:
     A benchmark fills the call's part (``judge``, ``target``, ``unit``, ``messages``, ``item``,
     ``judge_label``, ``gold_id``); the sampler adds the simulation's (``sim_key`` ... ``model``).
     ``gold_id`` is the id the item takes in the gold set (where the benchmark's eval reads one, e.g.
-    SopriBench's slot and depth); None: the opaque id. ``judge_label``: none / partial / full, None
-    when the call failed.
+    SopriBench's slot and depth); None: the opaque id. ``judge_label``: in the gold judge's labels
+    (none / partial / full; an abstraction score; a task's yes / no), None when the call failed.
     """
 
     judge: str

@@ -109,6 +109,6 @@ def task_inputs(transcript: Transcript, scenario: Scenario, judgments: list[Judg
             messages=[GoldMessage(sender=agent, recipients=["user"], content=call.shown)],
             judge_label=None if j.label is None else ("yes" if criteria_met(j.label) else "no"), planted=[0],
             meta={"task": scenario.task, "criteria": criteria, "tools": tools},
-            item=GoldPrivateItem(owner=scenario.id, text=SEP.join(c.strip().rstrip(".") for c in criteria),
+            item=GoldPrivateItem(owner="user", text=SEP.join(c.strip().rstrip(".") for c in criteria),
                                  id="task")))
     return frame
