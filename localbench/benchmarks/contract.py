@@ -189,9 +189,10 @@ class Benchmark:
 
     def judge_inputs(self, transcript: Transcript, scenario: Any, judgments: list[Judgment],
                      spec: RunSpec | None = None) -> Frame:
-        """`judges sample`: what each item-level call of one simulation showed its judge (rebuilt with the
+        """`judges sample`: what each judge call of one simulation showed its judge (rebuilt with the
         benchmark's own call builder, under the run's ``spec``) and the label ``judgments`` (one judge
-        model's) gave each item, for the judges in ``sampled_judges``; the default: none."""
+        model's) gave each unit (a private item, a scored message, a task), in that judge's own labels,
+        for the judges in ``sampled_judges``; the default: none."""
         from localbench.judging.sample import Frame
 
         return Frame([])
