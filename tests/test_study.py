@@ -30,6 +30,21 @@ def _write(tmp_path: Path, data: dict, name: str = "study.yaml") -> Path:
 
 # ---- the file -----------------------------------------------------------------------------------
 
+
+def test_planning_the_8b_example_creates_no_run_directory(tmp_path):
+    """`study plan` only reads: the 8B example's SopriBench runs ask whether a run folder records a
+    taxonomy, and asking once created every run folder (empty) beside the study file."""
+    from typer.testing import CliRunner
+
+    from localbench.cli import app
+
+    study = tmp_path / "study-8b.yaml"
+    shutil.copy(ROOT / "examples" / "study-8b.yaml", study)
+    result = CliRunner().invoke(app, ["study", "plan", str(study)])
+    assert result.exit_code == 0, result.output
+    assert "sopri" in result.output
+    assert sorted(q.name for q in tmp_path.iterdir()) == ["study-8b.yaml"]
+
 def test_every_problem_of_a_study_file_is_named_in_one_pass(tmp_path):
     bad = {"models": ["tiny-random", "no-such-preset"], "judge": "tiny-random",
            "benchmarks": {"asb": {"conditions": ["L9"], "overrides": {"other-model": {"limit": 1}},

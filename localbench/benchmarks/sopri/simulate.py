@@ -31,7 +31,7 @@ from localbench.benchmarks.sopri.taxonomy import builtin_source, taxonomy
 from localbench.benchmarks.sopri.tools import COSTS, build_toolbox, image_files, sandbox_for
 from localbench.errors import UserError
 from localbench.paths import cache_dir
-from localbench.runlog import RunDir, Transcript
+from localbench.runlog import RunDir, RunPaths, Transcript
 from localbench.runtime.calls import OutOfContext, SimulationCalls
 from localbench.runtime.clients import RoleClients
 from localbench.runtime.harness import Simulator, Unit, every_unit, model_provenance, scenarios_hash
@@ -73,9 +73,11 @@ def run_taxonomy(spec: RunSpec) -> str:
     never scored against the default's suite; else the default."""
     if "taxonomy" in (spec.extra or {}):
         return spec.settings.taxonomy
+    if not RunPaths(spec.run_dir).spec_file.exists():  # no run yet: nothing is created by asking (study plan)
+        return spec.settings.taxonomy
     try:
         doc = RunDir(spec.run_dir).read_spec()
-    except (FileNotFoundError, OSError, ValueError):
+    except (OSError, ValueError):
         return spec.settings.taxonomy
     recorded = ((doc or {}).get("simulation") or {}).get("taxonomy") if isinstance(doc, dict) else None
     if isinstance(recorded, dict) and recorded.get("name"):
