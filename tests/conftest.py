@@ -33,7 +33,8 @@ def _one_core_per_xdist_worker() -> None:
 _one_core_per_xdist_worker()
 
 SLURM_CLUSTER_FILES = ("tests/test_slurm_cluster.py", "tests/test_slurm_cluster_hardening.py",
-                       "tests/test_slurm_up_script.py")
+                       "tests/test_slurm_up_script.py", "tests/test_study_submit_cluster.py",
+                       "tests/test_judges_eval_slurm.py")
 """The test files that use the one single-node Slurm cluster (mark ``slurm``): under xdist they run
 as one unit, one test after another on one worker, first (tests/test_xdist_schedule.py keeps this
 list equal to the files carrying the mark)."""
