@@ -24,7 +24,9 @@ if ! getent hosts "$NODE" >/dev/null; then
   echo "127.0.0.1 $NODE" >>/etc/hosts   # slurmctld must resolve its own short host name
   lap "added $NODE to /etc/hosts"
 fi
-CPUS=$(nproc)
+# every CPU this process may use: nproc alone honours OMP_NUM_THREADS, which a test worker sets to 1
+# (a node of 1 CPU cannot run a judge server and the merge job that uses it at once)
+CPUS=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
 # RealMemory must not exceed what slurmd detects, or the node is marked invalid.
 MEM=$(( $(awk '/MemTotal/{print int($2/1024)}' /proc/meminfo) * 85 / 100 ))
 

@@ -44,6 +44,7 @@ echo "$@" >> {tmp_path}/apt-get.log
     try:
         r = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, timeout=240,
                            env={**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "SLURM_UP_LOG_DIR": str(tmp_path),
+                                "OMP_NUM_THREADS": "1",
                                 "SLURM_UP_PKGS": "slurmctld slurmd slurm-client munge lb-no-such-package"})
     finally:
         release.join()
@@ -53,3 +54,6 @@ echo "$@" >> {tmp_path}/apt-get.log
     assert log[0] == "free" and "DPkg::Lock::Timeout=600" in log[1] and "lb-no-such-package" in log[1], log
     assert time.monotonic() - t0 >= 4.5
     assert "idle" in subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True).stdout
+    # the node has every CPU, though the script ran with OMP_NUM_THREADS=1 (as a test worker does)
+    cpus = subprocess.run(["sinfo", "-h", "-o", "%c"], capture_output=True, text=True).stdout.split()
+    assert cpus == [str(len(os.sched_getaffinity(0)))], cpus
