@@ -251,3 +251,57 @@ def test_the_grammar_asks_for_the_properties_in_the_schemas_order_and_closes_bou
     assert not takes('{"evidence":"a b","verdict":"leak"}')  # the schema's order, not the sorted one
     assert not takes('{"verdict":"leak","evidence":"a\tb"}')  # a raw tab: closed
     assert not takes('{"verdict":"leak","evidence":"' + "x" * 21 + '"}')  # the bound holds
+
+
+def _example_specs(tmp_path: Path) -> list[Path]:
+    """Every shipped run spec, and SopriBench's with every attacker the benchmark has (its example
+    leaves out the HolmesEye-adapted baseline, whose stages send schemas of their own)."""
+    import yaml
+
+    examples = sorted(p for p in (Path(__file__).resolve().parents[1] / "examples").glob("*.yaml")
+                      if not p.stem.startswith("study-"))
+    sopri = yaml.safe_load((Path(__file__).resolve().parents[1] / "examples" / "sopri-all-attackers.yaml").read_text())
+    sopri["conditions"] = [*sopri["conditions"], "holmeseye"]
+    every = tmp_path / "sopri-every-attacker.yaml"
+    every.write_text(yaml.safe_dump(sopri))
+    return [*examples, every]
+
+
+def test_every_schema_a_shipped_run_sends_fits_model_runner_v2(tmp_path, smollm2_dir):
+    """Each schema of each shipped run (every role, judges included, the preflight's list), as the
+    in-process engine sends it with Llama 3's vocabulary (the largest ban there was): V2's admission
+    takes it, vLLM's grammar validation takes it, nothing grows with the vocabulary."""
+    from vllm.v1.structured_output.backend_xgrammar import validate_xgrammar_grammar
+
+    from localbench.pipeline import benchmark_of, preflight_outputs
+    from localbench.serving.vllm_engine import VLLMBackend
+    from localbench.serving.vllm_rules import refusals
+    from localbench.serving.weights import declared_identity
+    from localbench.spec import load_spec
+    from vocabularies import for_preset
+
+    tokenizer, _ = for_preset("llama-3.1-8b-instruct", smollm2_dir)
+    sent = 0
+    for path in _example_specs(tmp_path):
+        spec = load_spec(path)
+        bm = benchmark_of(spec)
+        scenarios = list(bm.load_scenarios(spec.scenarios, spec.categories, 2).values())
+        outputs = [o for specs in preflight_outputs(spec, bm, scenarios, pipelined=True).values() for o in specs]
+        assert outputs, path.name
+        llm = _RecordingLLM(tokenizer)
+        backend = VLLMBackend(llm, declared_identity(load_preset("llama-3.1-8b-instruct")), "/nowhere", {}, {},
+                              on_cpu=False)
+
+        async def send_each(backend=backend, outputs=outputs):
+            for output in outputs:
+                await backend.complete(GenerationRequest(messages=[{"role": "user", "content": "Answer."}],
+                                                         output=output, max_tokens=64, seed=0))
+
+        asyncio.run(send_each())
+        for params in llm.sent:
+            _v2_admits(params)
+            assert refusals(params) == [], path.name
+            assert not params.logit_bias and not params.allowed_token_ids, path.name
+            validate_xgrammar_grammar(params)
+        sent += len(llm.sent)
+    assert sent > 20
