@@ -94,6 +94,11 @@ def test_an_unmeasured_judge_is_warned_of_and_its_numbers_are_marked(planted, tm
     assert "**Warning:** privacy judge (noisy:0.2,0.1): never measured against gold" in section
     assert f"NOT MEASURED {UNMEASURED_MARK}" in section and f"unmeasured {UNMEASURED_MARK}" in section
     assert "a judge never measured against gold (privacy (noisy:0.2,0.1)" in md  # the mark's note
+    # the ladder's pooled leak is that judge's numbers too
+    ladder = md.split("**Privacy ladder: leakage and utility by level**", 1)[1].split("\n\n", 2)[1].splitlines()
+    column = ladder[0].split("|").index(" Dyadic leak ↓ ")
+    pooled = [line.split("|")[column] for line in ladder[2:] if "Δ" not in line]
+    assert pooled and all(c.strip().endswith(UNMEASURED_MARK) for c in pooled), ladder
     # compare: the headline cell carries the mark, the corrected table says unmeasured
     _cli("compare", str(out), str(run / "judges" / NOISY), "--out", str(tmp_path / "cmp"), "--no-view")
     cmp = (tmp_path / "cmp" / "compare.md").read_text()

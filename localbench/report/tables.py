@@ -55,6 +55,12 @@ class Column:
     higher_is_better: bool | None = None  # None: no direction (no arrow, no bold)
     signed: bool = False  # differences: always print the sign
     digits: int = 2
+    pools: tuple[str, ...] = ()  # the metrics a pooled column is computed from: their judges' marks are its own
+
+    @property
+    def flag_metrics(self) -> tuple[str, ...]:
+        """The metrics whose judges' marks (``Table.flagged``) this column's numbers carry."""
+        return (self.metric, *self.pools)
 
     @property
     def arrow(self) -> str:
@@ -134,9 +140,9 @@ class Table:
         r, col = self.rows[i], self.columns[j]
         cell = r.cells[j]
         text = self._value_text(cell, col, r.kind == "delta")
-        if col.metric in self.flagged and isinstance(cell, Estimate) and text != MISSING:
-            text += "".join(dict.fromkeys(FLAG_MARKS.get(why, FLAG) for why in sorted(
-                set(self.flagged[col.metric].values()), key=lambda w: w == UNMEASURED)))
+        whys = {why for m in col.flag_metrics for why in self.flagged.get(m, {}).values()}
+        if whys and isinstance(cell, Estimate) and text != MISSING:
+            text += "".join(dict.fromkeys(FLAG_MARKS.get(why, FLAG) for why in sorted(whys, key=lambda w: w == UNMEASURED)))
         bold = text != MISSING and (i in self.best_rows(j) or (i in self.bold_rows and isinstance(cell, Estimate)))
         dagger = isinstance(cell, Estimate) and cell.any_failed
         return text, bold, dagger
@@ -160,7 +166,7 @@ class Table:
         """What FLAG means here: one sentence per reason a judge of a shown column is flagged for."""
         whys: dict[str, set[str]] = {}
         for m, judges in self.flagged.items():
-            if any(c.metric == m for c in self.columns):
+            if any(m in c.flag_metrics for c in self.columns):
                 for judge, why in judges.items():
                     whys.setdefault(why, set()).add(judge)
         if not whys:

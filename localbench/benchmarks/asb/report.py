@@ -43,7 +43,7 @@ def ladder_table(run: RunData, fmt: CellFormat = "pm") -> Table:
     groups: list[tuple[str, tuple[str, ...]]] = []
     for header, group in (("Dyadic leak", DYADIC), ("Multi-party leak", MULTI_PARTY)):
         if cats & set(group):
-            cols.append(Column(header, "leak", False))
+            cols.append(Column(header, "leak", False, pools=tuple(HEADLINE[c] for c in group if c in cats)))
             groups.append((header, group))
     util = [m for m in UTILITY if has_row(run, m, ALL)]
     cols += [metric_column(run, m) for m in util]
